@@ -1,0 +1,51 @@
+"""Errors raised while compiling a PyTensor graph."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class CompileError(Exception):
+    """Base class of the errors ``compile_to_onnx`` raises on bad input."""
+
+
+class Unsupported(CompileError):
+    """Raised by a lowering rule for a node it cannot express (the reason is
+    the message); the lowering driver collects these into one
+    ``UnsupportedOpsError``."""
+
+
+@dataclass(frozen=True)
+class UnsupportedOccurrence:
+    """One unsupported PyTensor Apply node: the op as printed, why, and the
+    user's source line (``file:line``) when PyTensor kept a trace."""
+
+    op: str
+    reason: str
+    source: str | None
+
+
+class UnsupportedOpsError(CompileError):
+    """Every unsupported op of a graph, reported at once.
+
+    Attributes:
+        occurrences: one ``UnsupportedOccurrence`` per offending Apply node.
+    """
+
+    def __init__(self, occurrences: list[UnsupportedOccurrence]):
+        self.occurrences = occurrences
+        groups: dict[tuple[str, str], list[str | None]] = {}
+        for occ in occurrences:
+            groups.setdefault((occ.op, occ.reason), []).append(occ.source)
+        lines = [f"{len(occurrences)} node(s) cannot be exported to ONNX "
+                 f"({len(groups)} unsupported op kind(s)):"]
+        for (op, reason), sources in groups.items():
+            lines.append(f"  {op} x{len(sources)}: {reason}")
+            for src in dict.fromkeys(s for s in sources if s):
+                lines.append(f"    at {src}")
+        super().__init__("\n".join(lines))
+
+
+class LoweringError(CompileError):
+    """A lowering rule produced IR that disagrees with PyTensor's types (a bug
+    in this compiler, reported with the node and the source line)."""

@@ -1,0 +1,141 @@
+"""``LoweringContext``: the builder lowering rules use to emit IR for one
+PyTensor graph. It maps PyTensor variables to IR values, turns PyTensor
+constants into IR constants, and stamps each IR node with the user's source
+line."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from compiler.errors import Unsupported
+from ir import DType, Graph, TensorType, Value
+
+
+class LoweringContext:
+    """State of one lowering: the IR graph being built and the variable map.
+
+    Attributes:
+        graph: the IR ``Graph`` under construction.
+        values: PyTensor Variable -> IR Value, for every variable lowered so far.
+        source: the source line (``file:line``) of the node being lowered.
+    """
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.values: dict[Any, Value] = {}
+        self.source: str | None = None
+        self._const_cache: dict[tuple, Value] = {}
+
+    # -- reading inputs ----------------------------------------------------
+    def get(self, var) -> Value:
+        """The IR value of PyTensor variable ``var`` (constants are created on
+        first use).
+
+        Raises:
+            Unsupported: a constant of a type with no IR equivalent.
+        """
+        v = self.values.get(var)
+        if v is not None:
+            return v
+        data = getattr(var, "data", None)
+        if data is None or not hasattr(var.type, "dtype"):
+            raise Unsupported(f"input {var} has no IR value (type {var.type})")
+        v = self.const(np.asarray(data, dtype=var.type.dtype), name=var.name or "const")
+        self.values[var] = v
+        return v
+
+    def constant_value(self, var) -> np.ndarray | None:
+        """The NumPy value of ``var`` if it is a PyTensor constant or lowers to an
+        IR constant, else None."""
+        data = getattr(var, "data", None)
+        if data is not None and hasattr(var.type, "dtype"):
+            return np.asarray(data, dtype=var.type.dtype)
+        v = self.values.get(var)
+        return v.const if v is not None else None
+
+    # -- building IR -------------------------------------------------------
+    def const(self, array, dtype: DType | str | None = None, name: str = "const") -> Value:
+        """An IR constant holding ``array`` (cast to ``dtype`` when given). Small
+        constants with equal dtype, shape and bytes are shared."""
+        arr = np.asarray(array, dtype=(dtype.numpy if isinstance(dtype, DType) else dtype))
+        try:
+            DType.from_numpy(arr.dtype)
+        except TypeError as e:
+            raise Unsupported(str(e)) from None
+        key = None
+        if arr.size <= 16:
+            key = (arr.dtype.str, arr.shape, arr.tobytes())
+            hit = self._const_cache.get(key)
+            if hit is not None:
+                return hit
+        v = self.graph.add_constant(arr, _sanitize(name) or "const")
+        if key is not None:
+            self._const_cache[key] = v
+        return v
+
+    def add(self, op: str, inputs: Sequence[Value], attrs: dict | None = None, name: str | None = None) -> Value:
+        """Append a single-output node ``op(inputs){attrs}`` and return its output."""
+        node = self.graph.create_node(op, list(inputs), attrs, output_names=[name])
+        node.trace = self.source
+        self.graph.append(node)
+        return node.output
+
+    def add_multi(self, op: str, inputs: Sequence[Value], attrs: dict | None = None) -> tuple[Value, ...]:
+        """Append a node with several outputs and return them."""
+        node = self.graph.create_node(op, list(inputs), attrs)
+        node.trace = self.source
+        self.graph.append(node)
+        return node.outputs
+
+    def cast(self, value: Value, dtype: DType) -> Value:
+        """``value`` converted to ``dtype`` (no node when it already has it)."""
+        if value.dtype == dtype:
+            return value
+        if value.const is not None and value.const.size <= 16:
+            return self.const(value.const.astype(dtype.numpy))
+        return self.add("cast", [value], {"to": dtype})
+
+    def i64(self, values) -> Value:
+        """An int64 constant (a shape, axes or index list)."""
+        return self.const(np.asarray(values, dtype=np.int64))
+
+    def scalar(self, value, dtype: DType) -> Value:
+        """A 0-d constant of ``dtype``."""
+        return self.const(np.asarray(value, dtype=dtype.numpy))
+
+
+def ir_dtype(var) -> DType:
+    """The IR dtype of a PyTensor variable (tensor or scalar type).
+
+    Raises:
+        Unsupported: complex, string and other dtypes with no IR equivalent.
+    """
+    try:
+        return DType.from_numpy(var.type.dtype)
+    except (TypeError, AttributeError):
+        raise Unsupported(f"dtype {getattr(var.type, 'dtype', var.type)} is not supported") from None
+
+
+def static_shape(var) -> tuple:
+    """PyTensor's static shape of ``var`` (None for unknown dims, () for scalars)."""
+    return tuple(getattr(var.type, "shape", ()))
+
+
+def ir_type(var, symbolic: Sequence[str | None] | None = None) -> TensorType:
+    """The IR type of PyTensor variable ``var``; unknown dims take the names in
+    ``symbolic`` (or stay unknown)."""
+    shape = static_shape(var)
+    names = list(symbolic) if symbolic is not None else [None] * len(shape)
+    return TensorType(ir_dtype(var), tuple(d if d is not None else n for d, n in zip(shape, names)))
+
+
+def _sanitize(name: str | None) -> str | None:
+    if not name:
+        return None
+    out = "".join(c if c.isalnum() or c in "_." else "_" for c in name)
+    return out if not out[0].isdigit() else "_" + out
+
+
+sanitize_name = _sanitize

@@ -1,0 +1,178 @@
+"""Lowering driver: walks a PyTensor graph in topological order and builds
+the IR graph with the rules of ``compiler.lowering.registry``.
+
+The caller's graph is only read (``pytensor.graph.basic.io_toposort`` and
+friends), never modified. Every unsupported node is collected, and a single
+``UnsupportedOpsError`` lists them all at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant, graph_inputs, io_toposort
+
+from compiler.errors import LoweringError, Unsupported, UnsupportedOccurrence, UnsupportedOpsError
+from compiler.lowering.context import LoweringContext, ir_dtype, ir_type, sanitize_name
+from compiler.lowering.registry import find_rule
+from ir import Graph, TensorType, Value
+from ir.types import dims_compatible, join_dims
+
+
+@dataclass
+class GraphSpec:
+    """What to lower: explicit inputs, outputs, and which inputs are shared
+    variables (``shared`` holds the shared variables reachable from outputs
+    that are not explicit inputs, in discovery order)."""
+
+    inputs: list
+    outputs: list
+    shared_inputs: set = field(default_factory=set)
+
+
+def graph_spec(graph: Any, outputs: Sequence | None = None) -> GraphSpec:
+    """Normalize what ``compile_to_onnx`` accepts into a ``GraphSpec``.
+
+    Args:
+        graph: a ``FunctionGraph``, a compiled ``pytensor.function`` (its
+            ``maker.fgraph`` is used; shared-variable updates are dropped), or
+            a sequence of input variables (then ``outputs`` is required).
+        outputs: the output variables when ``graph`` is a list of inputs.
+
+    Raises:
+        TypeError: anything else.
+    """
+    maker = getattr(graph, "maker", None)
+    if maker is not None and hasattr(maker, "fgraph"):
+        fg = maker.fgraph
+        n_out = len(maker.outputs)
+        shared = {v for v, i in zip(fg.inputs, maker.inputs) if getattr(i, "shared", False)}
+        return GraphSpec(list(fg.inputs), list(fg.outputs[:n_out]), shared)
+    if hasattr(graph, "inputs") and hasattr(graph, "outputs") and hasattr(graph, "toposort"):
+        shared = {v for v in graph.inputs if isinstance(v, SharedVariable)}
+        return GraphSpec(list(graph.inputs), list(graph.outputs), shared)
+    if isinstance(graph, (list, tuple)) and outputs is not None:
+        outs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        return GraphSpec(list(graph), outs, {v for v in graph if isinstance(v, SharedVariable)})
+    raise TypeError("compile_to_onnx takes a FunctionGraph, a compiled pytensor.function, "
+                    f"or (inputs, outputs); got {type(graph).__name__}")
+
+
+@dataclass
+class LoweredGraph:
+    """Result of lowering: the IR graph plus the PyTensor variables behind its
+    inputs (ONNX input order) and outputs."""
+
+    graph: Graph
+    input_vars: list
+    output_vars: list
+    baked_shared: list
+
+
+def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main") -> LoweredGraph:
+    """Lower ``spec`` to IR.
+
+    Shared variables become constants named after the variable (a copy of
+    their current value) when ``bake_shared``, else graph inputs at their
+    position. Unnamed inputs are called ``input<i>``. Unknown dims of input
+    ``x`` get the symbolic names ``x_dim0``, ``x_dim1``, ...
+
+    Raises:
+        UnsupportedOpsError: listing every node without a working rule.
+        LoweringError: a rule's result disagrees with PyTensor's type.
+        CompileError: an output depends on a variable that is not an input.
+    """
+    graph = Graph(name)
+    ctx = LoweringContext(graph)
+    roots = [v for v in graph_inputs(spec.outputs) if v not in set(spec.inputs)]
+    extra_shared = [v for v in roots if isinstance(v, SharedVariable)]
+    missing = [v for v in roots if not isinstance(v, (SharedVariable, Constant)) and v.owner is None]
+    if missing:
+        from compiler.errors import CompileError
+        raise CompileError("outputs depend on variables that are not inputs: "
+                           + ", ".join(str(v) for v in missing))
+
+    used_names: set[str] = set()
+    input_vars, baked = [], []
+    for i, var in enumerate(list(spec.inputs) + extra_shared):
+        is_shared = var in spec.shared_inputs or isinstance(var, SharedVariable)
+        if is_shared and bake_shared:
+            value = var.get_value(borrow=True)
+            ctx.values[var] = graph.add_constant(value.astype(ir_dtype(var).numpy, copy=False),
+                                                 _unique(sanitize_name(var.name) or "shared", used_names))
+            baked.append(var)
+            continue
+        name = _unique(sanitize_name(var.name) or f"input{i}", used_names)
+        ctx.values[var] = graph.add_input(ir_type(var, [f"{name}_dim{a}" for a in range(var.type.ndim)]), name)
+        input_vars.append(var)
+
+    failures: list[UnsupportedOccurrence] = []
+    poisoned: set = set()
+    for node in io_toposort(spec.inputs + extra_shared, spec.outputs):
+        ctx.source = source_line(node)
+        rule = find_rule(node.op)
+        if rule is None:
+            failures.append(UnsupportedOccurrence(op_label(node.op), "no lowering rule", ctx.source))
+            poisoned.update(node.outputs)
+            continue
+        if any(v in poisoned for v in node.inputs):
+            poisoned.update(node.outputs)
+            continue
+        try:
+            results = rule(ctx, node)
+        except Unsupported as e:
+            failures.append(UnsupportedOccurrence(op_label(node.op), str(e), ctx.source))
+            poisoned.update(node.outputs)
+            continue
+        for var, value in zip(node.outputs, results, strict=True):
+            ctx.values[var] = _refine(var, value, node, ctx.source)
+    if failures:
+        raise UnsupportedOpsError(failures)
+
+    graph.set_outputs([ctx.get(v) for v in spec.outputs])
+    return LoweredGraph(graph, input_vars, list(spec.outputs), baked)
+
+
+def _refine(var, value: Value, node, source) -> Value:
+    """Check ``value`` against PyTensor's type of ``var`` and adopt the static
+    dims PyTensor knows."""
+    want = ir_type(var)
+    t = value.type
+    if t.dtype != want.dtype or t.rank != want.rank or not all(
+            dims_compatible(a, b) for a, b in zip(t.shape, want.shape)):
+        raise LoweringError(f"lowering {op_label(node.op)} gave {t}, PyTensor says {want}"
+                            + (f" (at {source})" if source else ""))
+    refined = TensorType(t.dtype, tuple(join_dims(a, b) for a, b in zip(t.shape, want.shape)))
+    if refined != t:
+        value.type = refined
+    return value
+
+
+def source_line(node) -> str | None:
+    """``file:line`` of the user code that created ``node``'s first output, from
+    PyTensor's ``tag.trace`` (None when PyTensor kept no trace)."""
+    for out in node.outputs:
+        trace = getattr(out.tag, "trace", None)
+        if trace:
+            frames = trace[0] if isinstance(trace[0], list) else trace
+            if frames:
+                f = frames[-1]
+                return f"{f[0]}:{f[1]}" + (f" ({f[3].strip()})" if len(f) > 3 and f[3] else "")
+    return None
+
+
+def op_label(op) -> str:
+    """A short printable name for a PyTensor op."""
+    text = str(op)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _unique(name: str, used: set[str]) -> str:
+    out, i = name, 1
+    while out in used:
+        out = f"{name}_{i}"
+        i += 1
+    used.add(out)
+    return out

@@ -1,0 +1,328 @@
+"""SSA core of the IR: ``Value``, ``Node`` and ``Graph``, and the mutation API.
+
+Every change to a graph goes through the methods here (``Graph.append``,
+``Graph.insert_before``, ``Node.set_input``, ``Graph.replace_all_uses``,
+``Graph.erase``), which keep the use lists of values consistent. Nodes live in
+an intrusive doubly linked list, so insertion and erasure are O(1) and
+iteration (``for node in graph``) is safe while nodes are inserted or erased.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, NamedTuple, Sequence
+
+import numpy as np
+
+from ir.types import DType, TensorType
+
+
+class Use(NamedTuple):
+    """One use of a value: ``node.inputs[index] is value``."""
+
+    node: "Node"
+    index: int
+
+
+class Value:
+    """A typed SSA value: a graph input, a graph constant, or a node output.
+
+    Attributes:
+        type: its ``TensorType``.
+        name: a name hint (graph inputs and constants keep theirs in the
+            emitted model; others are only made unique when printing).
+        producer: the ``Node`` that defines it, or None for inputs/constants.
+        index: which output of ``producer`` it is.
+        const: the NumPy array of a graph constant, else None.
+    """
+
+    __slots__ = ("type", "name", "producer", "index", "const", "_uses", "__weakref__")
+
+    def __init__(self, type: TensorType, name: str | None = None, producer: "Node | None" = None,
+                 index: int = 0, const: np.ndarray | None = None):
+        self.type = type
+        self.name = name
+        self.producer = producer
+        self.index = index
+        self.const = const
+        self._uses: dict[Use, None] = {}
+
+    @property
+    def dtype(self) -> DType:
+        return self.type.dtype
+
+    @property
+    def shape(self) -> tuple:
+        return self.type.shape
+
+    @property
+    def rank(self) -> int:
+        return self.type.rank
+
+    def uses(self) -> list[Use]:
+        """A snapshot of the node inputs that read this value (graph outputs not included)."""
+        return list(self._uses)
+
+    @property
+    def num_uses(self) -> int:
+        return len(self._uses)
+
+    def __repr__(self) -> str:
+        return f"<Value %{self.name or '?'}: {self.type}>"
+
+
+class Node:
+    """An operation: op name, attributes, input values, output values and
+    nested graphs (control-flow bodies, keyed by role such as ``"body"``).
+
+    Attributes are a dict of plain Python data (int, float, bool, str, DType,
+    tuples of those); they are never mutated in place after creation.
+    """
+
+    __slots__ = ("op", "attrs", "_inputs", "outputs", "subgraphs", "graph", "_prev", "_next",
+                 "trace", "__weakref__")
+
+    def __init__(self, op: str, inputs: Sequence[Value], attrs: dict[str, Any] | None,
+                 output_types: Sequence[TensorType], output_names: Sequence[str | None] | None = None,
+                 subgraphs: dict[str, "Graph"] | None = None):
+        self.op = op
+        self.attrs = dict(sorted((attrs or {}).items()))
+        self._inputs: list[Value] = []
+        names = list(output_names) if output_names is not None else [None] * len(output_types)
+        self.outputs = tuple(Value(t, n, self, i) for i, (t, n) in enumerate(zip(output_types, names)))
+        self.subgraphs = dict(subgraphs or {})
+        self.graph: Graph | None = None
+        self._prev: Node | None = None
+        self._next: Node | None = None
+        self.trace: str | None = None  # the user's source line, when lowering knew it
+        for v in inputs:
+            self._add_input(v)
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        return tuple(self._inputs)
+
+    @property
+    def output(self) -> Value:
+        """The single output; ValueError if the node has several."""
+        if len(self.outputs) != 1:
+            raise ValueError(f"{self.op} has {len(self.outputs)} outputs, not one")
+        return self.outputs[0]
+
+    def _add_input(self, value: Value) -> None:
+        if not isinstance(value, Value):
+            raise TypeError(f"input of {self.op} must be a Value, got {type(value).__name__}")
+        use = Use(self, len(self._inputs))
+        self._inputs.append(value)
+        value._uses[use] = None
+
+    def set_input(self, index: int, value: Value) -> None:
+        """Make input ``index`` read ``value``, updating both use lists."""
+        old = self._inputs[index]
+        del old._uses[Use(self, index)]
+        self._inputs[index] = value
+        value._uses[Use(self, index)] = None
+
+    def drop_inputs(self) -> None:
+        """Remove this node from the use lists of all its inputs."""
+        for i, v in enumerate(self._inputs):
+            v._uses.pop(Use(self, i), None)
+        self._inputs = []
+
+    def __repr__(self) -> str:
+        return f"<Node {self.op}>"
+
+
+class Graph:
+    """A function body: ordered inputs, constants, nodes and outputs.
+
+    Args:
+        name: the graph's name (the emitted ONNX graph name).
+
+    Nodes are kept in program order (every value is defined before use).
+    Constants are named values holding NumPy arrays (emitted as ONNX
+    initializers); their names are unique within the graph.
+    """
+
+    def __init__(self, name: str = "main"):
+        self.name = name
+        self.inputs: list[Value] = []
+        self.outputs: list[Value] = []
+        self.constants: dict[str, Value] = {}
+        self._head: Node | None = None
+        self._tail: Node | None = None
+        self._num_nodes = 0
+
+    # -- inputs, outputs, constants ---------------------------------------
+    def add_input(self, type: TensorType, name: str) -> Value:
+        """Append a graph input of ``type`` called ``name``; returns its value."""
+        v = Value(type, name)
+        self.inputs.append(v)
+        return v
+
+    def add_constant(self, array, name: str = "const", type: TensorType | None = None) -> Value:
+        """Add a named constant holding a copy of ``array`` (made unique by a
+        numeric suffix if ``name`` is taken); returns its value.
+
+        The array is stored read-only so no pass can change a user's data.
+        """
+        array = np.array(array, copy=True)
+        array.setflags(write=False)
+        t = type or TensorType.of_array(array)
+        if t.dtype.numpy != array.dtype:
+            raise TypeError(f"constant {name}: array dtype {array.dtype} != {t.dtype}")
+        unique = name
+        i = 1
+        taken = {v.name for v in self.inputs}
+        while unique in self.constants or unique in taken:
+            unique = f"{name}_{i}"
+            i += 1
+        v = Value(t, unique, const=array)
+        self.constants[unique] = v
+        return v
+
+    def remove_constant(self, value: Value) -> None:
+        """Remove an unused constant. ValueError if it still has uses."""
+        if value.num_uses or value in self.outputs:
+            raise ValueError(f"constant %{value.name} is still used")
+        del self.constants[value.name]
+
+    def set_outputs(self, values: Sequence[Value]) -> None:
+        self.outputs = list(values)
+
+    # -- nodes ------------------------------------------------------------
+    def __iter__(self) -> Iterator[Node]:
+        """Nodes in program order; safe against erasing the current node or
+        inserting nodes anywhere."""
+        node = self._head
+        while node is not None:
+            nxt = node._next
+            yield node
+            if node.graph is self:
+                node = node._next
+            else:  # the current node was erased: resume at its old successor
+                node = nxt
+                while node is not None and node.graph is not self:
+                    node = node._next
+
+    @property
+    def nodes(self) -> list[Node]:
+        """A snapshot list of the nodes in program order."""
+        return list(self)
+
+    def __len__(self) -> int:
+        return self._num_nodes
+
+    def create_node(self, op: str, inputs: Sequence[Value], attrs: dict[str, Any] | None = None,
+                    output_types: Sequence[TensorType] | None = None, *,
+                    output_names: Sequence[str | None] | None = None,
+                    subgraphs: dict[str, "Graph"] | None = None) -> Node:
+        """Build a node (not yet in the graph). When ``output_types`` is None
+        they are inferred with the op's type rule (see ``ir.ops``).
+
+        Raises:
+            KeyError: unknown op. ``ir.ops.OpError``: the type rule rejects
+            the inputs or attributes.
+        """
+        from ir.ops.registry import get_op
+
+        opdef = get_op(op)
+        attrs = opdef.normalize_attrs(attrs or {})
+        if output_types is None:
+            output_types = opdef.infer_types([v.type for v in inputs], attrs, [v.const for v in inputs])
+        return Node(op, inputs, attrs, output_types, output_names, subgraphs)
+
+    def append(self, node: Node) -> Node:
+        """Add ``node`` at the end of the graph; returns it."""
+        self._link(node, self._tail, None)
+        return node
+
+    def insert_before(self, anchor: Node, node: Node) -> Node:
+        """Insert ``node`` just before ``anchor``; returns it."""
+        self._check_owned(anchor)
+        self._link(node, anchor._prev, anchor)
+        return node
+
+    def insert_after(self, anchor: Node, node: Node) -> Node:
+        """Insert ``node`` just after ``anchor``; returns it."""
+        self._check_owned(anchor)
+        self._link(node, anchor, anchor._next)
+        return node
+
+    def add(self, op: str, inputs: Sequence[Value], attrs: dict[str, Any] | None = None, *,
+            before: Node | None = None, name: str | None = None) -> Value:
+        """Create a single-output node with inferred type, insert it (at the end,
+        or before ``before``) and return its output value."""
+        node = self.create_node(op, inputs, attrs, output_names=[name])
+        if before is None:
+            self.append(node)
+        else:
+            self.insert_before(before, node)
+        return node.output
+
+    def erase(self, node: Node) -> None:
+        """Remove ``node`` from the graph and from its inputs' use lists.
+
+        Raises:
+            ValueError: if any output still has uses or is a graph output.
+        """
+        self._check_owned(node)
+        for out in node.outputs:
+            if out.num_uses or out in self.outputs:
+                raise ValueError(f"cannot erase {node.op}: output %{out.name or '?'} is still used")
+        node.drop_inputs()
+        self._unlink(node)
+
+    def replace_all_uses(self, old: Value, new: Value) -> None:
+        """Make every reader of ``old`` (node inputs and graph outputs) read
+        ``new`` instead."""
+        if old is new:
+            return
+        for use in old.uses():
+            use.node.set_input(use.index, new)
+        self.outputs = [new if v is old else v for v in self.outputs]
+
+    def move_before(self, anchor: Node, node: Node) -> None:
+        """Move ``node`` (already in the graph) to just before ``anchor``."""
+        self._unlink(node)
+        self._link(node, anchor._prev, anchor)
+
+    # -- helpers ----------------------------------------------------------
+    def _check_owned(self, node: Node) -> None:
+        if node.graph is not self:
+            raise ValueError(f"{node.op} node is not in graph {self.name}")
+
+    def _link(self, node: Node, prev: Node | None, nxt: Node | None) -> None:
+        if node.graph is not None:
+            raise ValueError(f"{node.op} node is already in a graph")
+        node.graph = self
+        node._prev, node._next = prev, nxt
+        if prev is None:
+            self._head = node
+        else:
+            prev._next = node
+        if nxt is None:
+            self._tail = node
+        else:
+            nxt._prev = node
+        self._num_nodes += 1
+
+    def _unlink(self, node: Node) -> None:
+        self._check_owned(node)
+        if node._prev is None:
+            self._head = node._next
+        else:
+            node._prev._next = node._next
+        if node._next is None:
+            self._tail = node._prev
+        else:
+            node._next._prev = node._prev
+        node.graph = None
+        self._num_nodes -= 1
+
+    def __str__(self) -> str:
+        from ir.printer import print_graph
+
+        return print_graph(self)
+
+    def __repr__(self) -> str:
+        return f"<Graph {self.name}: {len(self.inputs)} inputs, {self._num_nodes} nodes>"

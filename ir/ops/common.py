@@ -1,0 +1,65 @@
+"""Shared pieces of type rules: broadcasting and dtype checks."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ir.ops.registry import OpError
+from ir.types import Dim, DType, TensorType
+
+
+def broadcast_dims(a: Dim, b: Dim, op: str) -> Dim:
+    """The broadcast of two dims under NumPy rules (a 1 stretches).
+
+    Raises:
+        OpError: two different static sizes, neither 1.
+    """
+    if a == 1:
+        return b
+    if b == 1 or a == b:
+        return a
+    if isinstance(a, int) and isinstance(b, int):
+        raise OpError(f"{op}: cannot broadcast dims {a} and {b}")
+    if isinstance(a, int):
+        return a
+    if isinstance(b, int):
+        return b
+    return None  # two different symbols, or unknown: runtime decides
+
+
+def broadcast_shapes(shapes: Sequence[tuple], op: str) -> tuple:
+    """NumPy broadcast of several shapes (right-aligned)."""
+    rank = max((len(s) for s in shapes), default=0)
+    out: list[Dim] = [1] * rank
+    for s in shapes:
+        padded = (1,) * (rank - len(s)) + tuple(s)
+        out = [broadcast_dims(x, y, op) for x, y in zip(out, padded)]
+    return tuple(out)
+
+
+def same_dtype(types: Sequence[TensorType], op: str) -> DType:
+    """The common dtype of ``types``; OpError if they differ."""
+    dtypes = {t.dtype for t in types}
+    if len(dtypes) != 1:
+        raise OpError(f"{op}: inputs must share one dtype, got {', '.join(str(t.dtype) for t in types)}")
+    return types[0].dtype
+
+
+def check_dtype(t: TensorType, allowed: str, op: str, what: str = "input") -> None:
+    """OpError unless ``t.dtype`` is in the class ``allowed``: a string of the
+    letters b (bool), i (signed int), u (unsigned int), f (float)."""
+    kind = {"b": "b", "i": "i", "u": "u", "f": "f"}
+    if t.dtype.numpy.kind not in "".join(kind[c] for c in allowed):
+        names = {"b": "bool", "i": "signed int", "u": "unsigned int", "f": "float"}
+        raise OpError(f"{op}: {what} dtype {t.dtype} is not {' or '.join(names[c] for c in allowed)}")
+
+
+def normalize_axis(axis: int, rank: int, op: str) -> int:
+    """``axis`` in ``[0, rank)``; negative axes count from the end. OpError if out of range."""
+    if not -rank <= axis < max(rank, 1):
+        raise OpError(f"{op}: axis {axis} out of range for rank {rank}")
+    return axis % rank if rank else 0
+
+
+INT64 = DType.INT64
+BOOL = DType.BOOL

@@ -1,0 +1,164 @@
+"""The op registry: one ``OpDef`` per IR op, holding its attributes, its
+type/shape rule and its NumPy reference semantics in one place.
+
+An op family module (``ir/ops/elementwise.py`` and friends) calls
+``register(OpDef(...))`` for each op; ``get_op(name)`` looks one up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ir.types import DType, TensorType
+
+REQUIRED = object()  # sentinel default of an attribute that must be given
+
+# Attribute kinds and the Python values they hold.
+ATTR_KINDS = ("int", "float", "bool", "str", "dtype", "ints", "floats")
+
+
+class OpError(ValueError):
+    """A node's inputs or attributes do not satisfy its op's rules."""
+
+
+@dataclass(frozen=True)
+class Attr:
+    """An attribute of an op: its kind (one of ``ATTR_KINDS``), default value
+    (``REQUIRED`` if it has none) and allowed values (None: any)."""
+
+    kind: str
+    default: Any = REQUIRED
+    choices: tuple | None = None
+
+    def coerce(self, op: str, name: str, value: Any) -> Any:
+        """Check ``value`` against this attribute and return it normalized
+        (lists become tuples, numpy scalars Python scalars).
+
+        Raises:
+            OpError: wrong kind or a value outside ``choices``.
+        """
+        def fail(why: str):
+            raise OpError(f"{op}: attribute {name}={value!r} {why}")
+
+        k = self.kind
+        if k == "int":
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                fail("must be an int")
+            value = int(value)
+        elif k == "float":
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+                fail("must be a float")
+            value = float(value)
+        elif k == "bool":
+            if not isinstance(value, (bool, np.bool_)):
+                fail("must be a bool")
+            value = bool(value)
+        elif k == "str":
+            if not isinstance(value, str):
+                fail("must be a string")
+        elif k == "dtype":
+            if not isinstance(value, DType):
+                fail("must be a DType")
+        elif k in ("ints", "floats"):
+            if not isinstance(value, (list, tuple)):
+                fail(f"must be a list of {k[:-1]}s")
+            elem = Attr(k[:-1])
+            value = tuple(elem.coerce(op, name, v) for v in value)
+        else:  # pragma: no cover - guarded by OpDef.__post_init__
+            fail(f"has unknown kind {k}")
+        if self.choices is not None and value not in self.choices:
+            fail(f"must be one of {self.choices}")
+        return value
+
+
+InferFn = Callable[[Sequence[TensorType], dict, Sequence["np.ndarray | None"]], Sequence[TensorType]]
+EvalFn = Callable[[Sequence[np.ndarray], dict], Sequence[np.ndarray]]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """Definition of one IR op.
+
+    Attributes:
+        name: the op name as printed (``"add"``).
+        infer: type rule ``(input_types, attrs, const_inputs) -> output_types``;
+            ``const_inputs[i]`` is the NumPy array of input ``i`` when it is a
+            graph constant, else None. Raises ``OpError`` on bad input.
+        evaluate: reference semantics ``(input_arrays, attrs) -> output_arrays``
+            in NumPy; the outputs have exactly the types ``infer`` gives.
+        num_inputs: the number of inputs, or None for variadic ops.
+        attrs: name -> ``Attr``.
+        commutative: the two inputs may be swapped.
+        doc: one line on the semantics and where they come from.
+    """
+
+    name: str
+    infer: InferFn
+    evaluate: EvalFn
+    num_inputs: int | None
+    attrs: dict[str, Attr] = field(default_factory=dict)
+    commutative: bool = False
+    doc: str = ""
+
+    def __post_init__(self):
+        for a in self.attrs.values():
+            if a.kind not in ATTR_KINDS:
+                raise ValueError(f"{self.name}: unknown attribute kind {a.kind}")
+
+    def normalize_attrs(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """Attributes checked against the schema, defaults filled in, sorted by name.
+
+        Raises:
+            OpError: unknown attribute, missing required one, or bad value.
+        """
+        unknown = set(attrs) - set(self.attrs)
+        if unknown:
+            raise OpError(f"{self.name}: unknown attribute(s) {sorted(unknown)}")
+        out = {}
+        for name, spec in sorted(self.attrs.items()):
+            if name in attrs:
+                out[name] = spec.coerce(self.name, name, attrs[name])
+            elif spec.default is REQUIRED:
+                raise OpError(f"{self.name}: missing required attribute {name}")
+            else:
+                out[name] = spec.default
+        return out
+
+    def check_arity(self, n: int) -> None:
+        """Raise OpError unless ``n`` inputs are allowed."""
+        if self.num_inputs is not None and n != self.num_inputs:
+            raise OpError(f"{self.name} takes {self.num_inputs} inputs, got {n}")
+
+    def infer_types(self, types: Sequence[TensorType], attrs: dict,
+                    consts: Sequence["np.ndarray | None"] | None = None) -> list[TensorType]:
+        """Output types for inputs of ``types`` (see ``infer``)."""
+        self.check_arity(len(types))
+        consts = list(consts) if consts is not None else [None] * len(types)
+        return list(self.infer(list(types), attrs, consts))
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def register(opdef: OpDef) -> OpDef:
+    """Add ``opdef`` to the registry. ValueError on a duplicate name."""
+    if opdef.name in _REGISTRY:
+        raise ValueError(f"op {opdef.name} is already registered")
+    _REGISTRY[opdef.name] = opdef
+    return opdef
+
+
+def get_op(name: str) -> OpDef:
+    """The definition of op ``name``. KeyError with the known names if unknown."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown IR op {name!r}") from None
+
+
+def all_ops() -> dict[str, OpDef]:
+    """Every registered op by name (a copy)."""
+    return dict(_REGISTRY)

@@ -1,0 +1,158 @@
+"""Tensor types of the IR: element dtypes, dims and ``TensorType``.
+
+A dim is an ``int`` (static size), a ``str`` (a named symbolic size, emitted as
+an ONNX ``dim_param``) or ``None`` (unknown; printed ``?``). The rank of every
+tensor is always known, as it is in PyTensor.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Union
+
+import numpy as np
+
+Dim = Union[int, str, None]
+
+
+class DType(enum.Enum):
+    """Element types of the IR, with their short printed names.
+
+    The value of each member is its short name (``"f32"``); ``.numpy`` gives the
+    NumPy dtype and ``DType.from_numpy`` goes back.
+    """
+
+    BOOL = "bool"
+    INT8 = "i8"
+    INT16 = "i16"
+    INT32 = "i32"
+    INT64 = "i64"
+    UINT8 = "u8"
+    UINT16 = "u16"
+    UINT32 = "u32"
+    UINT64 = "u64"
+    FLOAT16 = "f16"
+    FLOAT32 = "f32"
+    FLOAT64 = "f64"
+
+    @property
+    def numpy(self) -> np.dtype:
+        """The NumPy dtype of this element type."""
+        return _TO_NUMPY[self]
+
+    @classmethod
+    def from_numpy(cls, dtype) -> "DType":
+        """The IR dtype of a NumPy dtype (or anything ``np.dtype`` accepts, such
+        as PyTensor's dtype strings ``"float32"``).
+
+        Raises:
+            TypeError: if the dtype has no IR equivalent (complex, strings, ...).
+        """
+        try:
+            return _FROM_NUMPY[np.dtype(dtype)]
+        except (KeyError, TypeError):
+            raise TypeError(f"dtype {dtype!r} has no IR equivalent") from None
+
+    @classmethod
+    def parse(cls, text: str) -> "DType":
+        """The dtype whose short name is ``text`` (``"f32"``); ValueError if none."""
+        return cls(text)
+
+    @property
+    def is_float(self) -> bool:
+        return self in (DType.FLOAT16, DType.FLOAT32, DType.FLOAT64)
+
+    @property
+    def is_int(self) -> bool:
+        return self.numpy.kind in "iu"
+
+    @property
+    def is_signed(self) -> bool:
+        return self.numpy.kind in "if"
+
+    def __repr__(self) -> str:
+        return f"DType.{self.name}"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_TO_NUMPY = {d: np.dtype(n) for d, n in zip(DType, [
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64"])}
+_FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items()}
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """The type of an IR value: element dtype and shape (one dim per axis).
+
+    ``TensorType(DType.FLOAT32, ("N", 3))`` prints as ``f32[N,3]``; a scalar has
+    shape ``()`` and prints as ``f32[]``.
+    """
+
+    dtype: DType
+    shape: tuple[Dim, ...]
+
+    def __post_init__(self):
+        if not isinstance(self.dtype, DType):
+            raise TypeError(f"TensorType dtype must be a DType, got {self.dtype!r}")
+        shape = tuple(self.shape)
+        for d in shape:
+            if d is not None and not isinstance(d, (int, str)) or isinstance(d, bool):
+                raise TypeError(f"bad dim {d!r} in shape {shape!r}")
+            if isinstance(d, int) and d < 0:
+                raise ValueError(f"negative dim {d} in shape {shape!r}")
+        object.__setattr__(self, "shape", tuple(int(d) if isinstance(d, (int, np.integer)) else d for d in shape))
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        """True when every dim is a known integer."""
+        return all(isinstance(d, int) for d in self.shape)
+
+    @property
+    def size(self) -> int | None:
+        """Number of elements when the shape is static, else None."""
+        if not self.is_static:
+            return None
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def with_shape(self, shape) -> "TensorType":
+        return TensorType(self.dtype, tuple(shape))
+
+    def with_dtype(self, dtype: DType) -> "TensorType":
+        return TensorType(dtype, self.shape)
+
+    @classmethod
+    def of_array(cls, array: np.ndarray) -> "TensorType":
+        """The type of a NumPy array (static shape)."""
+        return cls(DType.from_numpy(array.dtype), tuple(int(d) for d in array.shape))
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{','.join(_dim_str(d) for d in self.shape)}]"
+
+
+def _dim_str(d: Dim) -> str:
+    return "?" if d is None else str(d)
+
+
+def dims_compatible(a: Dim, b: Dim) -> bool:
+    """Whether two dims may describe the same runtime size (unknown and symbolic
+    dims are compatible with anything; two ints must be equal)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    return True
+
+
+def join_dims(a: Dim, b: Dim) -> Dim:
+    """The most precise dim known to equal both ``a`` and ``b`` (which are
+    assumed to describe the same runtime size): an int beats a name beats None."""
+    for d in (a, b):
+        if isinstance(d, int):
+            return d
+    return a if a is not None else b

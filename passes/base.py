@@ -1,0 +1,118 @@
+"""The pass interface, the pass registry and the pipeline runner.
+
+A pass is a frozen dataclass with a kebab-case ``name`` and its options as
+fields; ``run(graph)`` rewrites the graph in place and returns whether it
+changed anything. Passes register with ``@register_pass``; third-party passes
+are found through the entry-point group ``pytensor_onnx.passes`` (each entry
+point loads a ``Pass`` subclass). A duplicate name is an error.
+
+``run_pipeline`` runs passes in order and calls one hook after each: the
+driver's hook verifies, dumps and times; passes contain none of that.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Callable, ClassVar, Sequence
+
+from ir import Graph
+
+ENTRY_POINT_GROUP = "pytensor_onnx.passes"
+
+
+@dataclass(frozen=True)
+class Pass(abc.ABC):
+    """Base class of IR passes. Subclasses set ``name`` and implement ``run``."""
+
+    name: ClassVar[str] = ""
+
+    @abc.abstractmethod
+    def run(self, graph: Graph) -> bool:
+        """Rewrite ``graph`` in place; return True if it changed."""
+
+
+_PASSES: dict[str, type[Pass]] = {}
+_entry_points_loaded = False
+
+
+def register_pass(cls: type[Pass]) -> type[Pass]:
+    """Class decorator adding a pass to the registry under ``cls.name``.
+
+    Raises:
+        ValueError: empty name, or the name is already taken.
+    """
+    if not cls.name:
+        raise ValueError(f"pass class {cls.__name__} has no name")
+    if cls.name in _PASSES and _PASSES[cls.name] is not cls:
+        raise ValueError(f"pass name {cls.name!r} is registered twice: "
+                         f"{_PASSES[cls.name].__module__} and {cls.__module__}")
+    _PASSES[cls.name] = cls
+    return cls
+
+
+def _load_entry_points() -> None:
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        cls = ep.load()
+        if not (isinstance(cls, type) and issubclass(cls, Pass)):
+            raise TypeError(f"entry point {ep.name} = {ep.value} is not a Pass subclass")
+        if cls.name != ep.name:
+            raise ValueError(f"entry point {ep.name} loads pass named {cls.name!r}")
+        register_pass(cls)
+
+
+def get_pass(name: str, **options) -> Pass:
+    """An instance of the pass registered as ``name`` (built-in or from an
+    entry point), with ``options`` as its fields.
+
+    Raises:
+        KeyError: no such pass (the message lists the known names).
+    """
+    _load_entry_points()
+    try:
+        cls = _PASSES[name]
+    except KeyError:
+        raise KeyError(f"unknown pass {name!r}; known passes: {', '.join(sorted(_PASSES))}") from None
+    return cls(**options)
+
+
+def registered_passes() -> dict[str, type[Pass]]:
+    """Every known pass class by name (built-in and entry points)."""
+    _load_entry_points()
+    return dict(_PASSES)
+
+
+def resolve_passes(passes: Sequence[Pass | str]) -> list[Pass]:
+    """Pass objects for a list of pass objects and/or registered names."""
+    return [get_pass(p) if isinstance(p, str) else p for p in passes]
+
+
+@dataclass(frozen=True)
+class PassRecord:
+    """What one pass did: its name, whether it changed the IR, how long it took
+    (seconds, wall clock) and the IR text after it."""
+
+    name: str
+    changed: bool
+    seconds: float
+    ir_text: str
+
+
+AfterPassHook = Callable[[Pass, Graph, bool, float], None]
+
+
+def run_pipeline(graph: Graph, passes: Sequence[Pass], after_pass: AfterPassHook | None = None) -> None:
+    """Run ``passes`` on ``graph`` in order, calling ``after_pass(pass, graph,
+    changed, seconds)`` after each."""
+    for p in passes:
+        start = time.perf_counter()
+        changed = bool(p.run(graph))
+        seconds = time.perf_counter() - start
+        if after_pass is not None:
+            after_pass(p, graph, changed, seconds)

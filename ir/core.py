@@ -148,6 +148,7 @@ class Graph:
         self.inputs: list[Value] = []
         self.outputs: list[Value] = []
         self.constants: dict[str, Value] = {}
+        self._input_names: set[str] = set()
         self._head: Node | None = None
         self._tail: Node | None = None
         self._num_nodes = 0
@@ -157,6 +158,7 @@ class Graph:
         """Append a graph input of ``type`` called ``name``; returns its value."""
         v = Value(type, name)
         self.inputs.append(v)
+        self._input_names.add(name)
         return v
 
     def add_constant(self, array, name: str = "const", type: TensorType | None = None) -> Value:
@@ -172,8 +174,7 @@ class Graph:
             raise TypeError(f"constant {name}: array dtype {array.dtype} != {t.dtype}")
         unique = name
         i = 1
-        taken = {v.name for v in self.inputs}
-        while unique in self.constants or unique in taken:
+        while unique in self.constants or unique in self._input_names:
             unique = f"{name}_{i}"
             i += 1
         v = Value(t, unique, const=array)

@@ -1,0 +1,223 @@
+"""The mutation API of ``ir.core`` keeps use lists, node order and names
+consistent; each test ends with the verifier and the printed IR."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ir import DType, Graph, OpError, TensorType, Use
+from ir.parser import parse_graph
+from ir.printer import print_graph
+from ir.verifier import verify
+
+F32 = DType.FLOAT32
+T2 = TensorType(F32, (2,))
+
+CHAIN = """\
+graph @main(%x: f32[2]) {
+  %a: f32[2] = exp(%x)
+  %b: f32[2] = neg(%a)
+  %c: f32[2] = add(%a, %b)
+  return %c, %a
+}
+"""
+
+
+def chain():
+    g = parse_graph(CHAIN)
+    a, b, c = (n.output for n in g)
+    return g, g.inputs[0], a, b, c
+
+
+def ops(g: Graph) -> list[str]:
+    return [n.op for n in g]
+
+
+def test_replace_all_uses_moves_node_inputs_and_graph_outputs():
+    g, x, a, b, c = chain()
+    s = g.add("sin", [x], name="s", before=b.producer)
+    g.replace_all_uses(a, s)
+    assert a.uses() == [] and set(s.uses()) == {Use(b.producer, 0), Use(c.producer, 0)}
+    assert g.outputs == [c, s]
+    g.erase(a.producer)
+    verify(g)
+    assert print_graph(g) == """\
+graph @main(%x: f32[2]) {
+  %s: f32[2] = sin(%x)
+  %b: f32[2] = neg(%s)
+  %c: f32[2] = add(%s, %b)
+  return %c, %s
+}
+"""
+
+
+def test_replace_all_uses_with_itself_is_a_no_op():
+    g, x, a, b, c = chain()
+    g.replace_all_uses(a, a)
+    assert len(a.uses()) == 2 and g.outputs == [c, a]
+
+
+def test_set_input_updates_both_use_lists():
+    g, x, a, b, c = chain()
+    c.producer.set_input(1, x)
+    assert b.uses() == [] and x.uses() == [Use(a.producer, 0), Use(c.producer, 1)]
+    assert c.producer.inputs == (a, x)
+    g.erase(b.producer)
+    verify(g)
+    assert ops(g) == ["exp", "add"]
+
+
+def test_uses_is_a_snapshot():
+    g, x, a, b, c = chain()
+    uses = a.uses()
+    c.producer.set_input(0, x)
+    assert len(uses) == 2 and a.num_uses == 1
+
+
+def test_insert_before_and_after_and_add_before():
+    g, x, a, b, c = chain()
+    g.insert_after(a.producer, g.create_node("abs", [a], output_names=["after_a"]))
+    g.insert_before(a.producer, g.create_node("sqrt", [x], output_names=["first"]))
+    g.insert_after(c.producer, g.create_node("tanh", [c], output_names=["last"]))
+    g.add("cos", [x], before=c.producer, name="before_c")
+    assert ops(g) == ["sqrt", "exp", "abs", "neg", "cos", "add", "tanh"]
+    assert len(g) == 7 and g._head.op == "sqrt" and g._tail.op == "tanh"
+    verify(g)
+
+
+def test_insert_refuses_foreign_anchor_and_linked_node():
+    g, x, a, b, c = chain()
+    other = Graph("other")
+    node = other.create_node("exp", [x])
+    with pytest.raises(ValueError, match="not in graph main"):
+        g.insert_before(node, g.create_node("exp", [x]))
+    with pytest.raises(ValueError, match="already in a graph"):
+        g.insert_after(a.producer, b.producer)
+
+
+def test_erase_refuses_a_used_node_and_a_graph_output():
+    g, x, a, b, c = chain()
+    with pytest.raises(ValueError, match="cannot erase exp: output %a is still used"):
+        g.erase(a.producer)
+    with pytest.raises(ValueError, match="cannot erase add: output %c is still used"):
+        g.erase(c.producer)
+    assert len(g) == 3
+    verify(g)
+
+
+def test_erase_drops_the_uses_of_its_inputs():
+    g, x, a, b, c = chain()
+    g.set_outputs([a])
+    g.erase(c.producer)
+    g.erase(b.producer)
+    assert a.uses() == [] and ops(g) == ["exp"] and len(g) == 1
+    verify(g)
+
+
+def test_iteration_survives_erasing_the_current_and_next_nodes():
+    g = parse_graph("""\
+graph @main(%x: f32[2]) {
+  %d1: f32[2] = exp(%x)
+  %k: f32[2] = neg(%x)
+  %d2: f32[2] = neg(%d1)
+  %d3: f32[2] = abs(%x)
+  %k2: f32[2] = sin(%k)
+  return %k2
+}
+""")
+    seen = []
+    for node in g:
+        seen.append(node.output.name)
+        if node.output.name == "d2":
+            g.erase(node)
+            g.erase(g.nodes[0])  # d1, already visited, now unused
+            g.erase(g.nodes[1])  # d3, the next node: skipped by the iterator
+    assert seen == ["d1", "k", "d2", "k2"]
+    assert [n.output.name for n in g] == ["k", "k2"]
+    verify(g)
+
+
+def test_iteration_visits_nodes_inserted_after_the_current_one():
+    g, x, a, b, c = chain()
+    seen = []
+    for node in g:
+        seen.append(node.op)
+        if node.op == "exp":
+            g.insert_after(node, g.create_node("abs", [node.output]))
+            g.insert_before(node, g.create_node("sqrt", [x]))  # behind us: not visited
+    assert seen == ["exp", "abs", "neg", "add"]
+    assert ops(g) == ["sqrt", "exp", "abs", "neg", "add"]
+    verify(g)
+
+
+def test_move_before():
+    g, x, a, b, c = chain()
+    s = g.add("sin", [x], name="s")
+    g.move_before(a.producer, s.producer)
+    assert ops(g) == ["sin", "exp", "neg", "add"] and len(g) == 4
+    verify(g)
+    g.move_before(c.producer, s.producer)
+    assert ops(g) == ["exp", "neg", "sin", "add"] and g._tail is c.producer
+    verify(g)
+
+
+def test_constants_are_read_only_copies():
+    user = np.array([1.0, 2.0], dtype=np.float32)
+    g = Graph()
+    c = g.add_constant(user, "w")
+    assert c.const is not user and not c.const.flags.writeable
+    with pytest.raises(ValueError):
+        c.const[0] = 5.0
+    user[0] = 7.0
+    assert c.const.tolist() == [1.0, 2.0] and user.flags.writeable
+    assert c.type == TensorType(F32, (2,))
+
+
+def test_add_constant_makes_names_unique_and_checks_dtype():
+    g = Graph()
+    g.add_input(T2, "w_2")
+    names = [g.add_constant(np.float32(i), "w").name for i in range(4)]
+    assert names == ["w", "w_1", "w_3", "w_4"]
+    with pytest.raises(TypeError, match="array dtype float64 != f32"):
+        g.add_constant(np.zeros(2), "bad", T2)
+    g.set_outputs(list(g.constants.values()))
+    verify(g)
+
+
+def test_remove_constant_refuses_a_used_one():
+    g = Graph()
+    c = g.add_constant(np.zeros(2, np.float32), "c")
+    d = g.add_constant(np.ones(2, np.float32), "d")
+    g.set_outputs([g.add("neg", [c])])
+    with pytest.raises(ValueError, match="constant %c is still used"):
+        g.remove_constant(c)
+    g.remove_constant(d)
+    assert list(g.constants) == ["c"]
+    verify(g)
+
+
+def test_create_node_infers_types_and_rejects_bad_nodes():
+    g = Graph()
+    x = g.add_input(TensorType(F32, ("N", 3)), "x")
+    node = g.create_node("reduce_max", [x], {"axes": [1], "keepdims": True})
+    assert node.output.type == TensorType(F32, ("N", 1)) and node.attrs == {"axes": (1,), "keepdims": True}
+    assert node.graph is None and x.uses() == [Use(node, 0)]
+    with pytest.raises(KeyError, match="unknown IR op 'nope'"):
+        g.create_node("nope", [x])
+    with pytest.raises(OpError, match="cast: missing required attribute to"):
+        g.create_node("cast", [x])
+
+
+def test_node_output_needs_a_single_output():
+    g = parse_graph("""\
+graph @main(%x: f32[4]) {
+  const %s: i64[2] = [1, 3]
+  %a: f32[1], %b: f32[3] = split(%x, %s) {axis=0, num_outputs=2}
+  return %a, %b
+}
+""")
+    (node,) = g.nodes
+    with pytest.raises(ValueError, match="split has 2 outputs, not one"):
+        node.output
+    assert [v.index for v in node.outputs] == [0, 1] and all(v.producer is node for v in node.outputs)

@@ -1,0 +1,274 @@
+"""Every op of ``ir.ops``: its type rule and its NumPy semantics on known
+numbers, and the OpErrors its rule raises. Table-driven: one line per case.
+
+An input is a NumPy array (a graph constant, so shape-reading rules see its
+value) or a type string such as ``"f32[N,3]"`` (a graph input)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ir import DType, Graph, OpError
+from ir.interpreter import evaluate
+from ir.ops import all_ops
+from ir.parser import parse_type
+from ir.types import TensorType
+from ir.verifier import verify
+
+nan, inf, e, pi = math.nan, math.inf, math.e, math.pi
+
+
+def f32(*v): return np.array(v, np.float32)
+def f64(*v): return np.array(v, np.float64)
+def i32(*v): return np.array(v, np.int32)
+def i64(*v): return np.array(v, np.int64)
+def u8(*v): return np.array(v, np.uint8)
+def b(*v): return np.array(v, bool)
+
+
+M = f32([1, 2], [3, 4])  # a 2x2 matrix
+BM = b([True, False], [True, True])
+
+# op, attributes, inputs, expected outputs. Float results compare with rtol 1e-6.
+EVAL = [
+    ("neg", {}, [f32(1, -2, 0)], [f32(-1, 2, -0.0)]),
+    ("abs", {}, [i32(-3, 0, 4)], [i32(3, 0, 4)]),
+    ("sign", {}, [f32(-2, 0, 3, nan)], [f32(-1, 0, 1, nan)]),
+    ("exp", {}, [f32(0, 1, -inf)], [f32(1, e, 0)]),
+    ("exp2", {}, [f64(3, -1)], [f64(8, 0.5)]),
+    ("expm1", {}, [f64(0, 1e-10)], [f64(0, 1.00000000005e-10)]),
+    ("log", {}, [f32(1, e, 0, -1)], [f32(0, 1, -inf, nan)]),
+    ("log2", {}, [f32(8, 0.25)], [f32(3, -2)]),
+    ("log10", {}, [f64(1000, 0.01)], [f64(3, -2)]),
+    ("log1p", {}, [f64(0, 1e-10)], [f64(0, 9.9999999995e-11)]),
+    ("sqrt", {}, [f32(4, 2.25, -1)], [f32(2, 1.5, nan)]),
+    ("reciprocal", {}, [f32(4, -0.5, 0)], [f32(0.25, -2, inf)]),
+    ("sin", {}, [f64(0, pi / 2)], [f64(0, 1)]),
+    ("cos", {}, [f64(0, pi)], [f64(1, -1)]),
+    ("tan", {}, [f64(0, pi / 4)], [f64(0, 1)]),
+    ("asin", {}, [f64(0, 1)], [f64(0, pi / 2)]),
+    ("acos", {}, [f64(1, -1)], [f64(0, pi)]),
+    ("atan", {}, [f64(1, inf)], [f64(pi / 4, pi / 2)]),
+    ("sinh", {}, [f64(0, 1)], [f64(0, (e - 1 / e) / 2)]),
+    ("cosh", {}, [f64(0, 1)], [f64(1, (e + 1 / e) / 2)]),
+    ("tanh", {}, [f32(0, inf, -inf)], [f32(0, 1, -1)]),
+    ("asinh", {}, [f64(0, (e - 1 / e) / 2)], [f64(0, 1)]),
+    ("acosh", {}, [f64(1, (e + 1 / e) / 2)], [f64(0, 1)]),
+    ("atanh", {}, [f64(0, 1)], [f64(0, inf)]),
+    ("erf", {}, [f64(0, inf, 1)], [f64(0, 1, 0.8427007929497149)]),
+    ("sigmoid", {}, [f32(0, inf, -inf)], [f32(0.5, 1, 0)]),
+    ("softplus", {}, [f64(0, -inf, 1000)], [f64(math.log(2), 0, 1000)]),
+    ("floor", {}, [f32(-1.5, 1.5, -0.0)], [f32(-2, 1, -0.0)]),
+    ("ceil", {}, [f32(-1.5, 1.5)], [f32(-1, 2)]),
+    ("trunc", {}, [f32(-1.7, 1.7)], [f32(-1, 1)]),
+    ("round_half_even", {}, [f32(0.5, 1.5, 2.5, -0.5, -2.5, 0.4)], [f32(0, 2, 2, -0.0, -2, 0)]),
+    ("round_half_away", {}, [f32(0.5, 1.5, 2.5, -0.5, -2.5, 0.4)], [f32(1, 2, 3, -1, -3, 0)]),
+    ("invert", {}, [b(True, False)], [b(False, True)]),
+    ("invert", {}, [u8(0, 5)], [u8(255, 250)]),
+    ("isnan", {}, [f32(nan, 1, inf)], [b(True, False, False)]),
+    ("isinf", {}, [f64(nan, -inf, inf, 1)], [b(False, True, True, False)]),
+    ("add", {}, [f32([1], [2]), f32(10, 20, 30)], [f32([11, 21, 31], [12, 22, 32])]),
+    ("sub", {}, [u8(1), u8(2)], [u8(255)]),  # wraps like NumPy
+    ("mul", {}, [i64(3, -4), i64(5)], [i64(15, -20)]),
+    ("div", {}, [f32(1, -1, 0), f32(4, 0, 0)], [f32(0.25, -inf, nan)]),
+    ("floor_div", {}, [i64(7, -7, 7, -7), i64(2, 2, -2, -2)], [i64(3, -4, -4, 3)]),
+    ("floor_div", {}, [f64(7, -7), f64(2, 2)], [f64(3, -4)]),
+    ("mod", {}, [i64(7, -7, 7), i64(3, 3, -3)], [i64(1, 2, -2)]),
+    ("mod", {}, [f64(-1, 5.5), f64(3, 2)], [f64(2, 1.5)]),
+    ("pow", {}, [i64(2, 3), i64(3, 2)], [i64(8, 9)]),
+    ("pow", {}, [f32(4, -8), f32(0.5, 2)], [f32(2, 64)]),
+    ("maximum", {}, [f32(1, nan, 3), f32(2, 0, nan)], [f32(2, nan, nan)]),
+    ("minimum", {}, [i32(1, 5), i32(2, 0)], [i32(1, 0)]),
+    ("and", {}, [b(True, True, False), b(True, False, False)], [b(True, False, False)]),
+    ("or", {}, [u8(0b1100), u8(0b1010)], [u8(0b1110)]),
+    ("xor", {}, [i32(0b1100), i32(0b1010)], [i32(0b0110)]),
+    ("eq", {}, [f32(1, nan, 2), f32(1, nan, 3)], [b(True, False, False)]),
+    ("ne", {}, [f32(1, nan), f32(1, nan)], [b(False, True)]),
+    ("lt", {}, [i64(1, 2, 3), i64(2)], [b(True, False, False)]),
+    ("le", {}, [i64(1, 2, 3), i64(2)], [b(True, True, False)]),
+    ("gt", {}, [f32(1, 2, nan), f32(1.5)], [b(False, True, False)]),
+    ("ge", {}, [b(True, False), b(True, True)], [b(True, False)]),
+    ("clip", {}, [f32(-1, 5, 2, nan), f32(0), f32(3)], [f32(0, 3, 2, nan)]),
+    ("where", {}, [b([True], [False]), f32(1, 2), f32(-1)], [f32([1, 2], [-1, -1])]),
+    ("cast", {"to": DType.INT32}, [f32(1.7, -1.7, 0.2)], [i32(1, -1, 0)]),
+    ("cast", {"to": DType.BOOL}, [f64(0, 2, nan)], [b(False, True, True)]),
+    ("cast", {"to": DType.FLOAT16}, [i64(3, 70000)], [np.array([3, np.inf], np.float16)]),
+    ("reduce_sum", {"axes": [1]}, [M], [f32(3, 7)]),
+    ("reduce_sum", {"axes": [], "keepdims": True}, [i64([1, 2], [3, 4])], [i64([10])]),
+    ("reduce_prod", {}, [M], [np.float32(24)]),
+    ("reduce_max", {"axes": [0], "keepdims": True}, [f32([1, nan], [3, 0])], [f32([3, nan])]),
+    ("reduce_min", {"axes": [-1]}, [M], [f32(1, 3)]),
+    ("reduce_all", {"axes": [1]}, [BM], [b(False, True)]),
+    ("reduce_any", {"axes": [0]}, [BM], [b(True, True)]),
+    ("argmax", {"axis": 1}, [f32([1, 3, 3], [5, 0, 5])], [i64(1, 0)]),
+    ("argmin", {"axis": 0, "keepdims": True}, [i32([4, 1], [2, 1])], [i64([1, 0])]),
+    ("cumsum", {"axis": 0}, [M], [f32([1, 2], [4, 6])]),
+    ("cumprod", {"axis": -1}, [i64([1, 2, 3])], [i64([1, 2, 6])]),
+    ("softmax", {"axis": 0}, [f64(0, math.log(3))], [f64(0.25, 0.75)]),
+    ("log_softmax", {"axis": 0}, [f64(1000, 1000 + math.log(3))], [f64(math.log(0.25), math.log(0.75))]),
+    ("matmul", {}, [M, f32(1, 1)], [f32(3, 7)]),
+    ("matmul", {}, [np.ones((2, 1, 2, 3), np.float32), np.ones((3, 3, 1), np.float32)],
+     [np.full((2, 3, 2, 1), 3, np.float32)]),
+    ("reshape", {}, [i32(0, 1, 2, 3, 4, 5), i64(-1, 3)], [i32([0, 1, 2], [3, 4, 5])]),
+    ("transpose", {"perm": [1, 0]}, [M], [f32([1, 3], [2, 4])]),
+    ("squeeze", {"axes": [0, -1]}, [f32([[1], [2]])], [f32(1, 2)]),
+    ("unsqueeze", {"axes": [0, -1]}, [f32(1, 2)], [f32([[1], [2]])]),
+    ("expand", {}, [f32([1], [2]), i64(2, 1, 3)], [np.broadcast_to(f32([1], [2]), (2, 2, 3))]),
+    ("concat", {"axis": 1}, [M, f32([5], [6])], [f32([1, 2, 5], [3, 4, 6])]),
+    ("split", {"axis": 0, "num_outputs": 2}, [f32(1, 2, 3), i64(1, 2)], [f32(1), f32(2, 3)]),
+    ("slice", {"axes": [0]}, [i64(0, 1, 2, 3, 4), i64(-1), i64(np.iinfo(np.int64).min), i64(-2)],
+     [i64(4, 2, 0)]),
+    ("slice", {"axes": [1, 0]}, [M, i64(1, 0), i64(5, 1), i64(1, 1)], [f32([2])]),
+    ("gather", {"axis": 1}, [M, i64(-1, 0, 0)], [f32([2, 1, 1], [4, 3, 3])]),
+    ("gather_nd", {}, [M, i64([1, 0], [0, 1])], [f32(3, 2)]),
+    ("scatter_nd", {}, [f32(0, 0, 0), i64([2], [0]), f32(5, 6)], [f32(6, 0, 5)]),
+    ("scatter_nd", {"reduction": "add"}, [f32(1, 1, 1), i64([2], [2]), f32(5, 6)], [f32(1, 1, 12)]),
+    ("shape", {}, [np.zeros((2, 0, 3), bool)], [i64(2, 0, 3)]),
+    ("range", {}, [np.int64(5), np.int64(0), np.int64(-2)], [i64(5, 3, 1)]),
+    ("range", {}, [np.float32(0), np.float32(1), np.float32(0.25)], [f32(0, 0.25, 0.5, 0.75)]),
+    ("nonzero", {}, [i32([0, 7], [3, 0])], [i64([0, 1], [1, 0])]),
+]
+
+# op, attributes, inputs, expected output types: rules on symbolic and unknown dims.
+TYPES = [
+    ("add", {}, ["f32[N,1]", "f32[3]"], ["f32[N,3]"]),
+    ("add", {}, ["f32[N]", "f32[M]"], ["f32[?]"]),
+    ("mul", {}, ["i64[1,N]", "i64[4,1]"], ["i64[4,N]"]),
+    ("lt", {}, ["f32[N]", "f32[]"], ["bool[N]"]),
+    ("where", {}, ["bool[N,1]", "f32[K]", "f32[]"], ["f32[N,K]"]),
+    ("cast", {"to": DType.UINT8}, ["f32[?,2]"], ["u8[?,2]"]),
+    ("isnan", {}, ["f16[N]"], ["bool[N]"]),
+    ("reduce_max", {"axes": [0, 2]}, ["f32[A,B,C]"], ["f32[B]"]),
+    ("reduce_sum", {}, ["f32[A,B]"], ["f32[]"]),
+    ("argmin", {"axis": -1, "keepdims": True}, ["f32[A,B]"], ["i64[A,1]"]),
+    ("softmax", {"axis": 1}, ["f32[A,B]"], ["f32[A,B]"]),
+    ("matmul", {}, ["f32[B,N,K]", "f32[K,M]"], ["f32[B,N,M]"]),
+    ("matmul", {}, ["f32[K]", "f32[B,K,M]"], ["f32[B,M]"]),
+    ("reshape", {}, ["f32[N,4]", "i64[3]"], ["f32[?,?,?]"]),
+    ("reshape", {}, ["f32[N,4]", i64(-1, 2)], ["f32[?,2]"]),
+    ("transpose", {"perm": [2, 0, 1]}, ["f32[A,B,C]"], ["f32[C,A,B]"]),
+    ("squeeze", {"axes": [1]}, ["f32[A,?,C]"], ["f32[A,C]"]),
+    ("unsqueeze", {"axes": [1, 3]}, ["f32[A,B]"], ["f32[A,1,B,1]"]),
+    ("expand", {}, ["f32[N,1]", "i64[2]"], ["f32[?,?]"]),
+    ("expand", {}, ["f32[N,1]", i64(1, 4)], ["f32[N,4]"]),
+    ("concat", {"axis": 0}, ["f32[A,3]", "f32[2,3]"], ["f32[?,3]"]),
+    ("concat", {"axis": 1}, ["f32[A,3]", "f32[A,2]"], ["f32[A,5]"]),
+    ("split", {"axis": 1, "num_outputs": 2}, ["f32[N,5]", "i64[2]"], ["f32[N,?]", "f32[N,?]"]),
+    ("split", {"axis": 1, "num_outputs": 2}, ["f32[N,5]", i64(2, 3)], ["f32[N,2]", "f32[N,3]"]),
+    ("slice", {"axes": [1]}, ["f32[N,8]", "i64[1]", "i64[1]", "i64[1]"], ["f32[N,?]"]),
+    ("slice", {"axes": [1]}, ["f32[N,8]", i64(1), i64(-1), i64(2)], ["f32[N,3]"]),
+    ("gather", {"axis": 0}, ["f32[V,D]", "i64[B,T]"], ["f32[B,T,D]"]),
+    ("gather_nd", {}, ["f32[A,B,C]", "i64[K,2]"], ["f32[K,C]"]),
+    ("scatter_nd", {}, ["f32[A,B]", "i64[K,1]", "f32[K,B]"], ["f32[A,B]"]),
+    ("shape", {}, ["u8[A,?,3]"], ["i64[3]"]),
+    ("range", {}, ["i32[]", "i32[]", "i32[]"], ["i32[?]"]),
+    ("nonzero", {}, ["bool[A,B]"], ["i64[2,?]"]),
+]
+
+# op, attributes, inputs, the OpError message it raises.
+ERRORS = [
+    ("add", {}, ["f32[2]", "f32[3]"], "add: cannot broadcast dims 2 and 3"),
+    ("add", {}, ["f32[2]", "i32[2]"], "add: inputs must share one dtype, got f32, i32"),
+    ("exp", {}, ["i32[2]"], "exp: input dtype i32 is not float"),
+    ("neg", {}, ["u8[2]"], "neg: input dtype u8 is not signed int or float"),
+    ("and", {}, ["f32[2]", "f32[2]"], "and: input dtype f32 is not signed int or unsigned int or bool"),
+    ("where", {}, ["i64[2]", "f32[2]", "f32[2]"], "where: condition must be bool, got i64"),
+    ("add", {}, ["f32[2]"], "add takes 2 inputs, got 1"),
+    ("reduce_sum", {"axes": [2]}, ["f32[A,B]"], "reduce_sum: axis 2 out of range for rank 2"),
+    ("reduce_sum", {"axes": [1, -1]}, ["f32[A,B]"], r"reduce_sum: repeated axis in \(1, -1\)"),
+    ("reduce_all", {}, ["f32[2]"], "reduce_all: input dtype f32 is not bool"),
+    ("argmax", {"axis": -3}, ["f32[2,2]"], "argmax: axis -3 out of range for rank 2"),
+    ("softmax", {"axis": 0}, ["i64[3]"], "softmax: input dtype i64 is not float"),
+    ("matmul", {}, ["f32[2,3]", "f32[4,5]"], "matmul: contracted dims differ"),
+    ("matmul", {}, ["f32[]", "f32[3]"], "matmul: inputs must have rank >= 1"),
+    ("transpose", {"perm": [0, 0]}, ["f32[A,B]"], r"transpose: perm \(0, 0\) is not a permutation of rank 2"),
+    ("transpose", {"perm": [1, 0]}, ["f32[A,B,C]"], r"transpose: perm \(1, 0\) is not a permutation of rank 3"),
+    ("reshape", {}, ["f32[6]", i64(4, -1)], r"reshape: cannot reshape f32\[6\] to \[4, 1\]"),
+    ("reshape", {}, ["f32[6]", i64(-1, -1)], r"reshape: bad target shape \[-1, -1\]"),
+    ("reshape", {}, ["f32[6]", i64(2, -3)], r"reshape: bad target shape \[2, -3\]"),
+    ("reshape", {}, ["f32[6]", "i32[2]"], r"reshape: shape must be i64\[k\] with a static k, got i32\[2\]"),
+    ("reshape", {}, ["f32[6]", "i64[K]"], "reshape: shape must be i64"),
+    ("squeeze", {"axes": [0]}, ["f32[3,1]"], r"squeeze: axis 0 of f32\[3,1\] is not 1"),
+    ("unsqueeze", {"axes": [0, 0]}, ["f32[3]"], "unsqueeze: repeated axis"),
+    ("unsqueeze", {"axes": [2]}, ["f32[3]"], "unsqueeze: axis 2 out of range for rank 2"),
+    ("expand", {}, ["f32[3]", i64(2, 4)], "expand: cannot broadcast dims 3 and 4"),
+    ("concat", {"axis": 0}, ["f32[2,3]", "f32[2,4]"], r"concat: inputs differ in dim 1: \[3, 4\]"),
+    ("concat", {"axis": 0}, ["f32[2,3]", "f32[2]"], "concat: inputs differ in rank"),
+    ("concat", {"axis": 0}, [], "concat: needs at least one input"),
+    ("split", {"axis": 0, "num_outputs": 3}, ["f32[3]", "i64[2]"], "split: 2 sizes for 3 outputs"),
+    ("slice", {"axes": [0, 1]}, ["f32[3,3]", "i64[1]", "i64[2]", "i64[2]"], "slice: starts has length 1, axes has 2"),
+    ("gather", {"axis": 0}, ["f32[3]", "f32[2]"], "gather: indices dtype f32 is not signed int"),
+    ("gather", {"axis": 1}, ["f32[3]", "i64[2]"], "gather: axis 1 out of range for rank 1"),
+    ("gather_nd", {}, ["f32[3]", "i64[2,2]"], "gather_nd: last dim of indices"),
+    ("scatter_nd", {}, ["f32[A,B]", "i64[K,1]", "f32[K,4,2]"], "scatter_nd: updates"),
+    ("scatter_nd", {"reduction": "max"}, ["f32[A]", "i64[K,1]", "f32[K]"], "must be one of"),
+    ("range", {}, ["f32[]", "f32[]", "f32[2]"], "range: start, limit and delta must be scalars"),
+    ("range", {}, ["bool[]", "bool[]", "bool[]"], "range: input dtype bool is not signed int or float"),
+    ("cast", {}, ["f32[2]"], "cast: missing required attribute to"),
+    ("cast", {"to": "f32"}, ["f32[2]"], "must be a DType"),
+]
+
+
+def build(op: str, attrs: dict, inputs: list):
+    """A graph holding one ``op`` node over ``inputs`` (arrays become
+    constants, type strings inputs); returns (graph, node)."""
+    g = Graph(op)
+    values = []
+    for k, spec in enumerate(inputs):
+        if isinstance(spec, str):
+            values.append(g.add_input(parse_type(spec), f"in{k}"))
+        else:
+            values.append(g.add_constant(np.asarray(spec), f"in{k}"))
+    node = g.create_node(op, values, attrs)
+    g.append(node)
+    g.set_outputs(list(node.outputs))
+    return g, node
+
+
+@pytest.mark.parametrize("op, attrs, inputs, want", EVAL, ids=[c[0] for c in EVAL])
+def test_evaluate_and_type_rule_on_known_numbers(op, attrs, inputs, want):
+    g, node = build(op, attrs, inputs)
+    verify(g)
+    got = evaluate(g, [])
+    assert len(got) == len(want) == len(node.outputs)
+    for out, w, t in zip(got, want, node.outputs):
+        w = np.asarray(w)
+        inferred = t.type
+        assert inferred.dtype.numpy == w.dtype and inferred.rank == w.ndim, f"rule gives {inferred} for {w!r}"
+        assert all(d is None or d == n for d, n in zip(inferred.shape, w.shape)), f"rule gives {inferred}"
+        assert out.dtype == w.dtype and out.shape == w.shape
+        if w.dtype.kind == "f":
+            np.testing.assert_allclose(out, w, rtol=1e-6, atol=1e-12, equal_nan=True)
+            np.testing.assert_array_equal(np.signbit(out[out == 0]), np.signbit(w[w == 0]))
+        else:
+            np.testing.assert_array_equal(out, w)
+
+
+@pytest.mark.parametrize("op, attrs, inputs, want", TYPES, ids=[c[0] for c in TYPES])
+def test_type_rule_on_symbolic_dims(op, attrs, inputs, want):
+    g, node = build(op, attrs, inputs)
+    assert [str(v.type) for v in node.outputs] == want
+    verify(g)
+
+
+@pytest.mark.parametrize("op, attrs, inputs, message", ERRORS, ids=[c[0] for c in ERRORS])
+def test_type_rule_errors(op, attrs, inputs, message):
+    with pytest.raises(OpError, match=message):
+        build(op, attrs, inputs)
+
+
+def test_every_op_is_covered():
+    ops = {name for name in all_ops() if not name.startswith("test_")}
+    assert ops - {c[0] for c in EVAL} == set()
+    shape_ops = {"reshape", "transpose", "squeeze", "unsqueeze", "expand", "concat", "split", "slice",
+                 "gather", "gather_nd", "scatter_nd", "range", "matmul", "softmax"}
+    assert shape_ops - {c[0] for c in TYPES} == set()
+
+
+def test_evaluate_outputs_match_declared_types_for_float16():
+    g, node = build("sigmoid", {}, [np.array([0, 1], np.float16)])
+    (out,) = evaluate(g, [])
+    assert out.dtype == np.float16 and node.output.type == TensorType.of_array(out)

@@ -1,0 +1,101 @@
+"""``cse``: common-subexpression elimination.
+
+Rules:
+
+1. Two constants with equal dtype, shape and bytes are one constant; the one
+   added first survives with its name (so a user's baked shared variable
+   beats an anonymous lowering constant holding the same data)::
+
+       const %a: f32[] = 2.0                const %a: f32[] = 2.0
+       const %b: f32[] = 2.0        ->      %y: f32[3] = mul(%x, %a)
+       %y: f32[3] = mul(%x, %b)             return %y
+       return %y
+
+2. Two nodes with equal op, attributes, inputs and output types compute the
+   same values (every IR op is pure); the later one is replaced by the
+   earlier. Commutative ops (``OpDef.commutative``) compare their inputs in
+   a canonical order, so ``add(%x, %y)`` and ``add(%y, %x)`` merge::
+
+       %a: f32[3] = add(%x, %y)             %a: f32[3] = add(%x, %y)
+       %b: f32[3] = add(%y, %x)     ->      %c: f32[3] = mul(%a, %a)
+       %c: f32[3] = mul(%a, %b)             return %c
+       return %c
+
+Bytes are compared exactly, so ``0.0`` and ``-0.0`` stay apart and NaNs with
+equal payloads merge; float attributes are compared by their bit pattern for
+the same reason. Nodes with subgraphs (control flow) are left alone, and
+graph inputs are never merged. One forward walk with a hash table: O(nodes +
+constant bytes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Hashable
+
+import numpy as np
+
+from ir import Graph, Value, get_op
+from passes.base import Pass, register_pass
+
+
+@register_pass
+@dataclass(frozen=True)
+class CommonSubexpressionElimination(Pass):
+    """Merge equal constants and nodes computing the same thing (see the
+    module docstring). ``run`` returns True if anything was merged."""
+
+    name = "cse"
+
+    def run(self, graph: Graph) -> bool:
+        changed = _merge_constants(graph)
+        number: dict[Value, int] = {}  # value numbering, for the canonical order of commutative inputs
+        for v in graph.inputs + list(graph.constants.values()):
+            number[v] = len(number)
+        seen: dict[Hashable, Any] = {}
+        for node in graph:
+            if not node.subgraphs:
+                operands = [number[v] for v in node.inputs]
+                if get_op(node.op).commutative:
+                    operands.sort()
+                key = (node.op, _freeze(node.attrs), tuple(operands), tuple(v.type for v in node.outputs))
+                first = seen.setdefault(key, node)
+                if first is not node:
+                    for old, new in zip(node.outputs, first.outputs):
+                        graph.replace_all_uses(old, new)
+                    graph.erase(node)
+                    changed = True
+                    continue
+            for v in node.outputs:
+                number[v] = len(number)
+        return changed
+
+
+def _merge_constants(graph: Graph) -> bool:
+    """Rule 1: replace every constant by the first one with equal dtype, shape
+    and bytes. Returns True if any constant was merged."""
+    first: dict[tuple, Value] = {}
+    changed = False
+    for value in list(graph.constants.values()):
+        data = value.const
+        key = (data.dtype.str, data.shape, hashlib.blake2b(np.ascontiguousarray(data)).digest())
+        survivor = first.setdefault(key, value)
+        if survivor is value or survivor.const.tobytes() != data.tobytes():
+            continue  # the first of its kind (or a digest collision, which never merges)
+        graph.replace_all_uses(value, survivor)
+        graph.remove_constant(value)
+        changed = True
+    return changed
+
+
+def _freeze(attr: Any) -> Hashable:
+    """A hashable key for an attribute value that tells ``-0.0`` from ``0.0``
+    and equates NaNs (floats by bit pattern)."""
+    if isinstance(attr, float):
+        return ("float", attr.hex())
+    if isinstance(attr, dict):
+        return tuple((k, _freeze(v)) for k, v in attr.items())
+    if isinstance(attr, (tuple, list)):
+        return tuple(_freeze(v) for v in attr)
+    return (type(attr).__name__, attr)

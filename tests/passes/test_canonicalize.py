@@ -1,0 +1,397 @@
+"""``canonicalize``: every rule as IR text before and after, the cases where
+it must not fire, and interpreter checks that the rewrites are exact."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ir.interpreter import evaluate
+from ir.parser import parse_graph
+from ir.printer import print_graph
+from passes import get_pass
+from passes.canonicalize import RULES, Canonicalize
+from tests.passes.helpers import assert_identical, assert_same_numbers, check_pass
+
+CANON = Canonicalize()
+
+
+# -- 1. leading unsqueeze feeding a broadcasting op -------------------------
+def test_bias_unsqueeze_is_bypassed():
+    check_pass(CANON, """
+        graph @main(%h: f32[N,64], %b: f32[64]) {
+          %u: f32[1,64] = unsqueeze(%b) {axes=[0]}
+          %y: f32[N,64] = add(%h, %u)
+          return %y
+        }""", """
+        graph @main(%h: f32[N,64], %b: f32[64]) {
+          %y: f32[N,64] = add(%h, %b)
+          return %y
+        }""")
+
+
+def test_bias_constant_stays_the_named_constant():
+    check_pass(CANON, """
+        graph @main(%h: f32[N,2]) {
+          const %b: f32[2] = [0.5, -1.0]
+          %u: f32[1,2] = unsqueeze(%b) {axes=[0]}
+          %y: f32[N,2] = add(%u, %h)
+          return %y
+        }""", """
+        graph @main(%h: f32[N,2]) {
+          const %b: f32[2] = [0.5, -1.0]
+          %y: f32[N,2] = add(%b, %h)
+          return %y
+        }""")
+
+
+def test_unsqueeze_of_several_leading_axes_in_where_and_clip():
+    check_pass(CANON, """
+        graph @main(%c: bool[3], %a: f32[2,4,3], %lo: f32[], %hi: f32[3]) {
+          %uc: bool[1,1,3] = unsqueeze(%c) {axes=[0, 1]}
+          %w: f32[2,4,3] = where(%uc, %a, %lo)
+          %uh: f32[1,3] = unsqueeze(%hi) {axes=[0]}
+          %y: f32[2,4,3] = clip(%w, %lo, %uh)
+          return %y
+        }""", """
+        graph @main(%c: bool[3], %a: f32[2,4,3], %lo: f32[], %hi: f32[3]) {
+          %w: f32[2,4,3] = where(%c, %a, %lo)
+          %y: f32[2,4,3] = clip(%w, %lo, %hi)
+          return %y
+        }""")
+
+
+def test_unsqueeze_on_an_inner_axis_is_not_bypassed():
+    # (3,) -> (3,1) broadcasts against (3,4) as a column; dropping it would not.
+    check_pass(CANON, """
+        graph @main(%x: f32[3,4], %b: f32[3]) {
+          %u: f32[3,1] = unsqueeze(%b) {axes=[1]}
+          %y: f32[3,4] = mul(%x, %u)
+          return %y
+        }""", None)
+
+
+def test_unsqueeze_that_sets_the_result_rank_is_not_bypassed():
+    check_pass(CANON, """
+        graph @main(%b: f32[3], %s: f32[]) {
+          %u: f32[1,3] = unsqueeze(%b) {axes=[0]}
+          %y: f32[1,3] = sub(%u, %s)
+          return %y
+        }""", None)
+
+
+def test_unsqueeze_with_another_use_stays_for_that_use():
+    check_pass(CANON, """
+        graph @main(%h: f32[N,3], %b: f32[3]) {
+          %u: f32[1,3] = unsqueeze(%b) {axes=[0]}
+          %y: f32[N,3] = add(%h, %u)
+          %s: f32[1] = reduce_sum(%u) {axes=[1], keepdims=false}
+          return %y, %s
+        }""", """
+        graph @main(%h: f32[N,3], %b: f32[3]) {
+          %u: f32[1,3] = unsqueeze(%b) {axes=[0]}
+          %y: f32[N,3] = add(%h, %b)
+          %s: f32[1] = reduce_sum(%u) {axes=[1], keepdims=false}
+          return %y, %s
+        }""")
+
+
+def test_unsqueeze_into_a_non_broadcasting_op_stays():
+    check_pass(CANON, """
+        graph @main(%x: f32[3]) {
+          %u: f32[1,3] = unsqueeze(%x) {axes=[0]}
+          %y: f32[1,3] = exp(%u)
+          return %y
+        }""", None)
+
+
+def _dims(shape) -> str:
+    return ",".join(map(str, shape))
+
+
+@given(st.lists(st.integers(1, 3), max_size=3), st.lists(st.integers(1, 3), min_size=1, max_size=3))
+def test_bypass_is_exact_for_random_shapes(bias_shape, extra_dims):
+    x_shape = extra_dims + bias_shape  # the bias broadcasts against the trailing dims of x
+    k = len(extra_dims)  # leading axes the unsqueeze adds
+    graph = check_pass(CANON, f"""
+        graph @main(%x: f32[{_dims(x_shape)}], %b: f32[{_dims(bias_shape)}]) {{
+          %u: f32[{_dims([1] * k + bias_shape)}] = unsqueeze(%b) {{axes=[{', '.join(map(str, range(k)))}]}}
+          %y: f32[{_dims(x_shape)}] = maximum(%u, %x)
+          return %y
+        }}""", f"""
+        graph @main(%x: f32[{_dims(x_shape)}], %b: f32[{_dims(bias_shape)}]) {{
+          %y: f32[{_dims(x_shape)}] = maximum(%b, %x)
+          return %y
+        }}""")
+    assert len(graph) == 1
+
+
+# -- 2. identities -----------------------------------------------------------
+def test_identities_are_removed():
+    check_pass(CANON, """
+        graph @main(%x: f32[2,3], %n: i64[N]) {
+          const %s: i64[2] = [2, 3]
+          %a: f32[2,3] = cast(%x) {to=f32}
+          %b: f32[2,3] = transpose(%a) {perm=[0, 1]}
+          %c: f32[2,3] = reshape(%b, %s)
+          %d: f32[2,3] = squeeze(%c) {axes=[]}
+          %e: f32[2,3] = unsqueeze(%d) {axes=[]}
+          %f: i64[N] = cast(%n) {to=i64}
+          return %e, %f
+        }""", """
+        graph @main(%x: f32[2,3], %n: i64[N]) {
+          const %s: i64[2] = [2, 3]
+          return %x, %n
+        }""")
+
+
+def test_non_identities_stay():
+    check_pass(CANON, """
+        graph @main(%x: f32[2,3], %y: f32[N,3]) {
+          const %s: i64[2] = [3, 2]
+          const %t: i64[2] = [-1, 3]
+          %a: f64[2,3] = cast(%x) {to=f64}
+          %b: f32[3,2] = transpose(%x) {perm=[1, 0]}
+          %c: f32[3,2] = reshape(%x, %s)
+          %d: f32[?,3] = reshape(%y, %t)
+          return %a, %b, %c, %d
+        }""", None)
+
+
+def test_reshape_to_a_symbolic_shape_stays():
+    # The declared type f32[N,3] is only a claim about run time: the reshape
+    # is kept unless both shapes are fully static.
+    text = """
+        graph @main(%x: f32[N,3], %s: i64[2]) {
+          %y: f32[N,3] = reshape(%x, %s)
+          return %y
+        }"""
+    graph = parse_graph(text)
+    assert CANON.run(graph) is False
+    assert print_graph(graph) == print_graph(parse_graph(text))
+
+
+# -- 3. transpose of transpose -----------------------------------------------
+def test_transpose_of_transpose_is_one_transpose():
+    check_pass(CANON, """
+        graph @main(%x: f32[2,3,4]) {
+          %t: f32[4,3,2] = transpose(%x) {perm=[2, 1, 0]}
+          %y: f32[3,4,2] = transpose(%t) {perm=[1, 0, 2]}
+          return %y
+        }""", """
+        graph @main(%x: f32[2,3,4]) {
+          %y: f32[3,4,2] = transpose(%x) {perm=[1, 2, 0]}
+          return %y
+        }""")
+
+
+def test_inverse_transposes_cancel():
+    check_pass(CANON, """
+        graph @main(%x: f32[2,3,4]) {
+          %t: f32[3,4,2] = transpose(%x) {perm=[1, 2, 0]}
+          %y: f32[2,3,4] = transpose(%t) {perm=[2, 0, 1]}
+          return %y
+        }""", """
+        graph @main(%x: f32[2,3,4]) {
+          return %x
+        }""")
+
+
+def test_transpose_with_another_use_is_kept_for_it():
+    check_pass(CANON, """
+        graph @main(%x: f32[2,3]) {
+          %t: f32[3,2] = transpose(%x) {perm=[1, 0]}
+          %y: f32[2,3] = transpose(%t) {perm=[1, 0]}
+          %z: f32[3,2] = neg(%t)
+          return %y, %z
+        }""", """
+        graph @main(%x: f32[2,3]) {
+          %t: f32[3,2] = transpose(%x) {perm=[1, 0]}
+          %z: f32[3,2] = neg(%t)
+          return %x, %z
+        }""")
+
+
+@given(st.permutations(range(4)), st.permutations(range(4)), st.permutations(range(4)))
+def test_transpose_chains_fold_exactly(p, q, r):
+    text = _transpose_chain((2, 3, 4, 5), [p, q, r])
+    before, graph = parse_graph(text), parse_graph(text)
+    CANON.run(graph)
+    assert len(graph) <= 1, print_graph(graph)
+    assert_same_numbers(before, graph, seeds=[0])
+
+
+def _transpose_chain(shape, perms) -> str:
+    lines, shape_now, name = [], list(shape), "%x"
+    for i, perm in enumerate(perms):
+        shape_now = [shape_now[j] for j in perm]
+        lines.append(f"  %t{i}: f32[{','.join(map(str, shape_now))}] = transpose({name}) "
+                     f"{{perm=[{', '.join(map(str, perm))}]}}")
+        name = f"%t{i}"
+    return (f"graph @main(%x: f32[{','.join(map(str, shape))}]) {{\n" + "\n".join(lines)
+            + f"\n  return {name}\n}}\n")
+
+
+# -- 4. squeeze / unsqueeze pairs ----------------------------------------------
+def test_unsqueeze_of_squeeze_on_the_same_axes():
+    check_pass(CANON, """
+        graph @main(%x: f32[1,3,1]) {
+          %s: f32[3] = squeeze(%x) {axes=[0, -1]}
+          %y: f32[1,3,1] = unsqueeze(%s) {axes=[2, 0]}
+          return %y
+        }""", """
+        graph @main(%x: f32[1,3,1]) {
+          return %x
+        }""")
+
+
+def test_squeeze_of_unsqueeze_on_the_same_axes():
+    check_pass(CANON, """
+        graph @main(%x: f32[N,3]) {
+          %u: f32[N,1,3] = unsqueeze(%x) {axes=[1]}
+          %y: f32[N,3] = squeeze(%u) {axes=[-2]}
+          return %y
+        }""", """
+        graph @main(%x: f32[N,3]) {
+          return %x
+        }""")
+
+
+def test_squeeze_unsqueeze_on_other_axes_stay():
+    check_pass(CANON, """
+        graph @main(%x: f32[1,3,1]) {
+          %s: f32[3,1] = squeeze(%x) {axes=[0]}
+          %y: f32[3,1,1] = unsqueeze(%s) {axes=[1]}
+          %u: f32[1,1,3,1] = unsqueeze(%x) {axes=[0]}
+          %z: f32[1,3,1] = squeeze(%u) {axes=[1]}
+          return %y, %z
+        }""", None)
+
+
+def test_unsqueeze_of_squeeze_of_a_symbolic_dim_stays():
+    # squeeze checks N == 1 at run time; x itself has type f32[N,3], not f32[1,3].
+    check_pass(CANON, """
+        graph @main(%x: f32[N,3]) {
+          %s: f32[3] = squeeze(%x) {axes=[0]}
+          %y: f32[1,3] = unsqueeze(%s) {axes=[0]}
+          return %y
+        }""", None, sizes={"N": 1})
+
+
+# -- 5. multiplication and division by one -------------------------------------
+def test_mul_and_div_by_ones():
+    check_pass(CANON, """
+        graph @main(%x: f32[N,3], %i: i32[4]) {
+          const %one: f32[] = 1.0
+          const %ones: f32[1,3] = [[1.0, 1.0, 1.0]]
+          const %ione: i32[1] = [1]
+          %a: f32[N,3] = mul(%x, %one)
+          %b: f32[N,3] = mul(%ones, %a)
+          %c: f32[N,3] = div(%b, %one)
+          %d: i32[4] = mul(%i, %ione)
+          return %c, %d
+        }""", """
+        graph @main(%x: f32[N,3], %i: i32[4]) {
+          const %one: f32[] = 1.0
+          const %ones: f32[1,3] = [[1.0, 1.0, 1.0]]
+          const %ione: i32[1] = [1]
+          return %x, %i
+        }""")
+
+
+def test_mul_by_ones_that_broadcast_or_are_not_ones_stays():
+    check_pass(CANON, """
+        graph @main(%x: f32[3], %y: f32[N,3]) {
+          const %ones: f32[2,3] = [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+          const %almost: f32[3] = [1.0, 1.0, 2.0]
+          const %one: f32[] = 1.0
+          %a: f32[2,3] = mul(%x, %ones)
+          %b: f32[N,3] = mul(%y, %almost)
+          %c: f32[3] = div(%one, %x)
+          return %a, %b, %c
+        }""", None)
+
+
+def test_inexact_identities_are_not_applied():
+    # x + 0 -> x is wrong for -0.0; x * 0 -> 0 is wrong for NaN and Inf;
+    # x - 0, 0 - x and x ** 1 are not in the rule set either.
+    text = """
+        graph @main(%x: f32[6]) {
+          const %zero: f32[] = 0.0
+          %a: f32[6] = add(%x, %zero)
+          %b: f32[6] = mul(%x, %zero)
+          return %a, %b
+        }"""
+    check_pass(CANON, text, None)
+    x = np.array([-0.0, np.nan, np.inf, -np.inf, 2.0, 0.0], dtype=np.float32)
+    a, b = evaluate(parse_graph(text), [x])
+    assert not np.signbit(a[0]), "-0.0 + 0.0 is +0.0, so x + 0 is not x"
+    assert np.isnan(b[1:4]).all(), "NaN * 0 and Inf * 0 are NaN, so x * 0 is not 0"
+
+
+def test_why_a_rule_did_not_fire_is_logged(caplog):
+    graph = parse_graph("""
+        graph @main(%x: f32[3]) {
+          %y: f64[3] = cast(%x) {to=f64}
+          return %y
+        }""")
+    with caplog.at_level(logging.DEBUG, logger="passes.canonicalize"):
+        assert CANON.run(graph) is False
+    assert "cast_to_same_dtype did not fire on cast: casts to another dtype" in caplog.text
+
+
+# -- the driver ----------------------------------------------------------------
+def test_rules_reach_a_fixpoint_through_chains():
+    check_pass(CANON, """
+        graph @main(%x: f32[3,2], %h: f32[N,2,3]) {
+          const %one: f32[] = 1.0
+          %a: f32[2,3] = transpose(%x) {perm=[1, 0]}
+          %b: f32[2,3] = cast(%a) {to=f32}
+          %c: f32[3,2] = transpose(%b) {perm=[1, 0]}
+          %d: f32[3,2] = mul(%c, %one)
+          %e: f32[1,3,2] = unsqueeze(%d) {axes=[0]}
+          %f: f32[3,2] = squeeze(%e) {axes=[0]}
+          %g: f32[2,3] = transpose(%f) {perm=[1, 0]}
+          %u: f32[1,2,3] = unsqueeze(%g) {axes=[0]}
+          %y: f32[N,2,3] = add(%h, %u)
+          return %y
+        }""", """
+        graph @main(%x: f32[3,2], %h: f32[N,2,3]) {
+          const %one: f32[] = 1.0
+          %g: f32[2,3] = transpose(%x) {perm=[1, 0]}
+          %y: f32[N,2,3] = add(%h, %g)
+          return %y
+        }""")
+
+
+def test_nothing_to_do_returns_false():
+    check_pass(CANON, """
+        graph @main(%x: f32[3]) {
+          %y: f32[3] = exp(%x)
+          return %y
+        }""", None, changed=False)
+
+
+def test_rules_are_a_table_and_the_pass_is_registered():
+    assert all(callable(r.fn) and r.fn.__doc__ for r in RULES)
+    assert get_pass("canonicalize") == CANON
+    assert {r.op for r in RULES} >= {"cast", "transpose", "reshape", "squeeze", "unsqueeze", "mul", "div", "add"}
+
+
+def test_created_nodes_keep_the_source_line_and_name():
+    graph = parse_graph("""
+        graph @main(%x: f32[2,3,4]) {
+          %t: f32[3,2,4] = transpose(%x) {perm=[1, 0, 2]}
+          %v: f32[3,4,2] = transpose(%t) {perm=[0, 2, 1]}
+          return %v
+        }""")
+    graph.nodes[-1].trace = "model.py:12"
+    before = parse_graph(print_graph(graph))
+    assert CANON.run(graph)
+    (node,) = graph.nodes
+    assert (node.attrs["perm"], node.trace, node.output.name) == ((1, 2, 0), "model.py:12", "v")
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    assert_identical(evaluate(graph, [x])[0], evaluate(before, [x])[0])

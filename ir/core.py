@@ -149,6 +149,7 @@ class Graph:
         self.outputs: list[Value] = []
         self.constants: dict[str, Value] = {}
         self._input_names: set[str] = set()
+        self._next_suffix: dict[str, int] = {}  # keeps constant-name uniquing O(1) amortized
         self._head: Node | None = None
         self._tail: Node | None = None
         self._num_nodes = 0
@@ -173,10 +174,11 @@ class Graph:
         if t.dtype.numpy != array.dtype:
             raise TypeError(f"constant {name}: array dtype {array.dtype} != {t.dtype}")
         unique = name
-        i = 1
+        i = self._next_suffix.get(name, 1)
         while unique in self.constants or unique in self._input_names:
             unique = f"{name}_{i}"
             i += 1
+        self._next_suffix[name] = i
         v = Value(t, unique, const=array)
         self.constants[unique] = v
         return v

@@ -1,0 +1,133 @@
+"""The digits demo end to end: training, compilation, and onnxruntime against
+PyTensor on the test split; plus the console script's report."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from compiler.demo import (DemoReport, NODE_BUDGET, PROB_TOLERANCE, adam_updates, format_histogram,
+                           format_report, load_digits_split, run_demo)
+
+EPOCHS = 3  # ~0.96 test accuracy with seed 0; the default (10) reaches ~0.98
+EXPECTED_OPS = {"MatMul": 2, "Add": 2, "Max": 1, "Softmax": 1}
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> tuple[DemoReport, object]:
+    out = tmp_path_factory.mktemp("demo")
+    return run_demo(out, epochs=EPOCHS, seed=0, log=None), out
+
+
+def test_demo_onnxruntime_matches_pytensor(demo):
+    report, _ = demo
+    assert report.predictions_identical
+    assert report.max_abs_diff <= PROB_TOLERANCE
+    assert report.test_accuracy_onnx == report.test_accuracy_pytensor
+    assert report.test_accuracy_pytensor >= 0.9
+    assert report.ok
+
+
+def test_demo_model_is_six_plain_nodes(demo):
+    report, _ = demo
+    assert report.node_count <= NODE_BUDGET
+    assert report.op_histogram == EXPECTED_OPS, format_histogram(report.op_histogram)
+
+
+def test_demo_writes_a_valid_model_and_ir_dumps(demo):
+    report, out = demo
+    assert report.model_path == out / "model.onnx"
+    model = onnx.load(report.model_path)
+    onnx.checker.check_model(model, full_check=True)
+    assert [n.op_type for n in model.graph.node] == ["MatMul", "Add", "Max", "MatMul", "Add", "Softmax"]
+    (x,) = model.graph.input
+    dims = x.type.tensor_type.shape.dim
+    assert x.name == "x" and x.type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+    assert len(dims) == 2 and dims[1].dim_value == 64
+    assert {"W1", "b1", "W2", "b2"} <= {init.name for init in model.graph.initializer}
+    names = [p.name for p in report.ir_files]
+    assert names[0] == "00-lowered.ir" and len(names) >= 2
+    assert all((out / "ir" / name).read_text().startswith("graph @main(") for name in names)
+
+
+def test_saved_model_is_the_one_that_was_checked(demo):
+    report, _ = demo
+    data = load_digits_split(0)
+    session = ort.InferenceSession(str(report.model_path), providers=["CPUExecutionProvider"])
+    (probs,) = session.run(None, {"x": data.x_test})
+    assert probs.dtype == np.float32 and probs.shape == (360, 10)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-5)
+    assert np.mean(probs.argmax(axis=1) == data.y_test) == report.test_accuracy_onnx
+
+
+def test_load_digits_split_is_stratified_and_scaled():
+    data = load_digits_split(0)
+    assert data.x_train.shape == (1437, 64) and data.x_test.shape == (360, 64)
+    assert data.x_train.dtype == np.float32 and data.y_train.dtype == np.int64
+    assert data.x_train.min() == 0.0 and data.x_train.max() == 1.0
+    # stratified: each class holds the same share of both splits, to one image
+    train_counts = np.bincount(data.y_train, minlength=10)
+    test_counts = np.bincount(data.y_test, minlength=10)
+    assert np.all(np.abs(test_counts - (train_counts + test_counts) * 0.2) <= 1)
+
+
+def test_adam_updates_match_numpy_reference():
+    import pytensor
+    import pytensor.tensor as pt
+
+    p0 = np.array([0.5, -1.5, 3.0], dtype=np.float32)
+    p = pytensor.shared(p0.copy(), name="p")
+    target = pt.vector("target", dtype="float32")
+    loss = pt.sum(pt.sqr(p - target))
+    step = pytensor.function([target], loss, updates=adam_updates([p], [pytensor.grad(loss, p)], lr=0.1),
+                             mode="FAST_COMPILE")
+    targets = [np.array([1.0, 2.0, -1.0], np.float32), np.array([0.0, 0.5, 0.25], np.float32)]
+
+    # Kingma & Ba (2015), Algorithm 1, in float64
+    want, m, v = p0.astype(np.float64), 0.0, 0.0
+    for t, tgt in enumerate(targets, 1):
+        step(tgt)
+        g = 2 * (want - tgt)
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        want = want - 0.1 * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)
+        assert p.get_value().dtype == np.float32
+        np.testing.assert_allclose(p.get_value(), want, rtol=1e-6, atol=1e-6)
+
+
+def test_format_report_lists_every_number(tmp_path):
+    report = DemoReport(epochs=1, seed=0, final_loss=0.5, train_accuracy=0.9, test_accuracy_pytensor=0.95,
+                        test_accuracy_onnx=0.95, predictions_identical=False, max_abs_diff=2.5e-7,
+                        node_count=7, op_histogram={"MatMul": 2, "Add": 3, "Max": 1, "Softmax": 1},
+                        compile_seconds=0.0123, train_seconds=1.5, model_path=tmp_path / "model.onnx",
+                        ir_files=[tmp_path / "ir" / "00-lowered.ir"])
+    text = format_report(report)
+    assert "identical predictions:        NO" in text
+    assert "max abs probability diff:     2.500e-07" in text
+    assert "ONNX nodes:                   7  (over the budget of 6)" in text
+    assert "ONNX ops:                     MatMul x2, Add x3, Max x1, Softmax x1" in text
+    assert "compile time:                 12.3 ms" in text
+    assert str(tmp_path / "ir" / "00-lowered.ir") in text
+    assert not report.ok and text.endswith("MISMATCH between PyTensor and onnxruntime")
+
+
+def test_console_script_demo(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "compiler.cli", "demo", "--out", str(out), "--epochs", "2"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [line.split()[:2] for line in lines if line.startswith("epoch")] == [["epoch", "1/2"], ["epoch", "2/2"]]
+    assert "identical predictions:        yes" in lines
+    assert "ONNX nodes:                   6" in lines
+    assert "ONNX ops:                     MatMul x2, Add x2, Max x1, Softmax x1" in lines
+    assert f"wrote:                        {out / 'model.onnx'}" in lines
+    assert lines[-1] == "result:                       OK"
+    acc = {line.split(":")[0]: float(line.split()[-1]) for line in lines if line.startswith("test accuracy")}
+    assert acc["test accuracy (PyTensor)"] == acc["test accuracy (onnxruntime)"] >= 0.85
+    assert (out / "model.onnx").is_file() and (out / "ir" / "00-lowered.ir").is_file()

@@ -1,0 +1,129 @@
+"""Lowering rules for PyTensor's indexing ops: Subtensor, AdvancedSubtensor1,
+AdvancedSubtensor (reads) and IncSubtensor, AdvancedIncSubtensor1,
+AdvancedIncSubtensor (``set_subtensor``/``inc_subtensor``), plus PyTensor
+2.x's MakeSlice.
+
+Reads lower through ``indexing.index_value``. Writes use the same index
+computation on a grid of flat positions: ``grid = reshape(range(size), x.shape)``,
+``pos = grid[index]``, then ``scatter_nd`` of the (cast, broadcast) updates
+into ``reshape(x, [-1])`` at ``pos`` and a reshape back. Semantics are the
+Ops' ``perform`` methods:
+
+* set: ``x[index] = y`` (``y`` cast like NumPy assignment, i.e. ``astype``).
+  With repeated indices NumPy keeps the last write; ONNX ScatterND leaves
+  that undefined, so only duplicate-free sets are exact.
+* inc (IncSubtensor, AdvancedIncSubtensor with ``ignore_duplicates``):
+  ``x[index] += y`` (a repeated position keeps one sum: NumPy's last, again
+  undefined in ScatterND).
+* inc (AdvancedIncSubtensor1, AdvancedIncSubtensor): ``np.add.at(x, index, y)``,
+  repeated indices accumulate (ScatterND ``reduction="add"``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pytensor.tensor.subtensor import (AdvancedIncSubtensor, AdvancedIncSubtensor1, AdvancedSubtensor,
+                                       AdvancedSubtensor1, IncSubtensor, Subtensor)
+from pytensor.tensor.type_other import MakeSlice
+
+from compiler.errors import Unsupported
+from compiler.lowering.registry import lowers
+from compiler.lowering.rules.indexing import INT64, index_value, node_index, shape_vector
+from ir import DType
+
+
+@lowers(Subtensor, AdvancedSubtensor)
+def lower_subtensor(ctx, node):
+    """``x[index]`` for basic and advanced indices (see ``indexing``)."""
+    return [index_value(ctx, ctx.get(node.inputs[0]), node_index(node, 1))]
+
+
+@lowers(AdvancedSubtensor1)
+def lower_advanced_subtensor1(ctx, node):
+    """AdvancedSubtensor1: ``x[ilist]`` for an integer vector: ``gather`` on axis 0."""
+    x, ilist = node.inputs
+    return [index_value(ctx, ctx.get(x), [ilist])]
+
+
+@lowers(MakeSlice)
+def lower_make_slice(ctx, node):
+    """MakeSlice (PyTensor 2.x): a slice has no IR value; the indexing rules
+    read the MakeSlice's inputs instead."""
+    return [None]
+
+
+@lowers(IncSubtensor)
+def lower_inc_subtensor(ctx, node):
+    """IncSubtensor: ``x[index] = y`` or ``x[index] += y`` on basic indices
+    (which never repeat a position)."""
+    return [_write(ctx, node, node_index(node, 2), "set" if node.op.set_instead_of_inc else "inc")]
+
+
+@lowers(AdvancedIncSubtensor1)
+def lower_advanced_inc_subtensor1(ctx, node):
+    """AdvancedIncSubtensor1: ``x[ilist] = y`` or ``np.add.at(x, ilist, y)``."""
+    return [_write(ctx, node, [node.inputs[2]], "set" if node.op.set_instead_of_inc else "inc_at")]
+
+
+@lowers(AdvancedIncSubtensor)
+def lower_advanced_inc_subtensor(ctx, node):
+    """AdvancedIncSubtensor: ``x[index] = y``, ``x[index] += y``
+    (``ignore_duplicates``) or ``np.add.at(x, index, y)``."""
+    if node.op.set_instead_of_inc:
+        mode = "set"
+    else:
+        mode = "inc_buffered" if node.op.ignore_duplicates else "inc_at"
+    return [_write(ctx, node, node_index(node, 2), mode)]
+
+
+def _write(ctx, node, index, mode: str):
+    """``x`` (``node.inputs[0]``) with ``y`` (``node.inputs[1]``) written
+    through ``index``. ``mode`` is ``set``; ``inc`` (``x[index] += y`` on
+    distinct positions); ``inc_buffered`` (``x[index] += y`` where a repeated
+    position keeps its last sum, as in NumPy); ``inc_at`` (``np.add.at``).
+
+    ``x[index] += y`` adds in NumPy's result dtype of ``x`` and ``y`` and
+    rounds once to ``x``'s dtype; so does this lowering when that dtype is
+    wider than ``x``'s.
+
+    Raises:
+        Unsupported: an ``np.add.at`` increment whose updates are not exact in
+            ``x``'s dtype (NumPy rounds after every repeated add).
+    """
+    x, y = ctx.get(node.inputs[0]), ctx.get(node.inputs[1])
+    shape = shape_vector(ctx, x)
+    size = ctx.scalar(x.type.size, INT64) if x.type.is_static else \
+        ctx.add("reduce_prod", [shape], {"axes": [0], "keepdims": False})
+    grid = ctx.add("range", [ctx.scalar(0, INT64), size, ctx.scalar(1, INT64)])
+    pos = index_value(ctx, ctx.add("reshape", [grid, shape]), index)  # flat positions of x[index]
+    flat = ctx.add("reshape", [x, ctx.i64([-1])])
+
+    wide = DType.from_numpy(np.result_type(x.dtype.numpy, y.dtype.numpy))
+    exact = wide == x.dtype or (x.dtype.is_int and y.dtype.is_int) or \
+        (x.dtype.is_float and _exact_constant(ctx, node.inputs[1], x.dtype.numpy))
+    if mode == "set":
+        updates, reduction = ctx.cast(y, x.dtype), "none"
+    elif exact and mode in ("inc", "inc_at"):
+        updates, reduction = ctx.cast(y, x.dtype), "add"
+    elif mode in ("inc", "inc_buffered"):
+        old = ctx.cast(ctx.add("gather", [flat, pos], {"axis": 0}), wide)
+        updates, reduction = ctx.cast(ctx.add("add", [old, ctx.cast(y, wide)]), x.dtype), "none"
+    else:
+        raise Unsupported(f"np.add.at of {y.dtype} updates into {x.dtype} rounds in {wide} after "
+                          f"every repeated add; cast the updates to {x.dtype} first")
+    if updates.shape != pos.shape or None in pos.shape:
+        updates = ctx.add("expand", [updates, shape_vector(ctx, pos)])
+    where = ctx.add("unsqueeze", [pos], {"axes": [-1]})
+    out = ctx.add("scatter_nd", [flat, where, updates], {"reduction": reduction})
+    return ctx.add("reshape", [out, shape])
+
+
+def _exact_constant(ctx, var, dtype) -> bool:
+    """Whether ``var`` is a constant that ``dtype`` holds exactly: then adding
+    it in a wider float rounds like adding it in ``dtype`` (a double rounding
+    through a format with at least 2p+2 bits is innocuous)."""
+    const = ctx.constant_value(var)
+    if const is None:
+        return False
+    back = const.astype(dtype).astype(const.dtype)
+    return bool(np.array_equal(back, const, equal_nan=const.dtype.kind == "f"))

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.graph.basic import Constant, graph_inputs, io_toposort
+from pytensor.graph.basic import Constant
+from pytensor.graph.traversal import graph_inputs, io_toposort
 
 from compiler.errors import LoweringError, Unsupported, UnsupportedOccurrence, UnsupportedOpsError
 from compiler.lowering.context import LoweringContext, ir_dtype, ir_type, sanitize_name
@@ -98,6 +99,8 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main") -> L
     input_vars, baked = [], []
     for i, var in enumerate(list(spec.inputs) + extra_shared):
         is_shared = var in spec.shared_inputs or isinstance(var, SharedVariable)
+        if is_shared and not hasattr(var.type, "dtype"):
+            continue  # an RNG or other non-tensor state: the nodes reading it are reported unsupported
         if is_shared and bake_shared:
             value = var.get_value(borrow=True)
             ctx.values[var] = graph.add_constant(value.astype(ir_dtype(var).numpy, copy=False),
@@ -108,10 +111,32 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main") -> L
         ctx.values[var] = graph.add_input(ir_type(var, [f"{name}_dim{a}" for a in range(var.type.ndim)]), name)
         input_vars.append(var)
 
+    lower_apply_nodes(ctx, spec.inputs + extra_shared, spec.outputs)
+    graph.set_outputs([ctx.get(v) for v in spec.outputs])
+    return LoweredGraph(graph, input_vars, list(spec.outputs), baked)
+
+
+def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence, *,
+                      source: str | None = None) -> None:
+    """Lower every Apply node between ``inputs`` and ``outputs`` (PyTensor
+    variables) in topological order, recording each output's IR value in
+    ``ctx.values``. The IR values of ``inputs`` must already be in
+    ``ctx.values``; constants are created on first use.
+
+    Used by ``lower`` for the whole graph and by rules that inline an inner
+    graph (``OpFromGraph``). Each IR node is stamped with its PyTensor node's
+    source line, or with ``source`` when given (an inlined body reports the
+    line that called it).
+
+    Raises:
+        UnsupportedOpsError: listing every node without a working rule (the
+            nodes that depend on a failed node are skipped, not listed).
+        LoweringError: a rule's result disagrees with PyTensor's type.
+    """
     failures: list[UnsupportedOccurrence] = []
     poisoned: set = set()
-    for node in io_toposort(spec.inputs + extra_shared, spec.outputs):
-        ctx.source = source_line(node)
+    for node in io_toposort(list(inputs), list(outputs)):
+        ctx.source = source if source is not None else source_line(node)
         rule = find_rule(node.op)
         if rule is None:
             failures.append(UnsupportedOccurrence(op_label(node.op), "no lowering rule", ctx.source))
@@ -127,12 +152,11 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main") -> L
             poisoned.update(node.outputs)
             continue
         for var, value in zip(node.outputs, results, strict=True):
+            if value is None:  # no IR value (a PyTensor 2.x slice): its readers use the node's inputs
+                continue
             ctx.values[var] = _refine(var, value, node, ctx.source)
     if failures:
         raise UnsupportedOpsError(failures)
-
-    graph.set_outputs([ctx.get(v) for v in spec.outputs])
-    return LoweredGraph(graph, input_vars, list(spec.outputs), baked)
 
 
 def _refine(var, value: Value, node, source) -> Value:

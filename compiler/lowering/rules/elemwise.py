@@ -1,0 +1,44 @@
+"""Lowering of ``Elemwise``: a scalar op (or a fused ``Composite``) applied
+elementwise to tensors with NumPy broadcasting.
+
+The scalar op is lowered by the table in ``scalar_ops.py`` directly on the
+tensor values: a plain ``Elemwise`` is a one-node scalar graph, a
+``Composite`` is its inner ``fgraph`` (multi-output too). Inplace variants
+(``inplace_pattern``) compute the same values: the IR has value semantics and
+PyTensor only lets an op destroy inputs nothing reads afterwards. Scalar
+ops applied directly to ``ScalarType`` variables use the same table.
+"""
+
+from __future__ import annotations
+
+import pytensor.scalar as ps
+from pytensor.tensor.elemwise import Elemwise
+
+from compiler.lowering.context import LoweringContext
+from compiler.lowering.registry import lowers
+from compiler.lowering.rules.scalar_ops import lower_scalar_graph
+from ir import Value
+
+
+@lowers(Elemwise)
+def lower_elemwise(ctx: LoweringContext, node) -> list[Value]:
+    """``Elemwise{scalar_op}(*inputs)`` (PyTensor ``pytensor.tensor.elemwise.Elemwise``).
+
+    Takes tensors of equal rank (PyTensor has already inserted the
+    DimShuffles) of any dtypes; returns one tensor per scalar output with
+    PyTensor's output dtype and the broadcast shape of all inputs.
+
+    Raises:
+        Unsupported: the scalar op (or one inside the Composite) has no
+            exact IR lowering; the message names it.
+    """
+    scalar_node = node.op.scalar_op.make_node(*(ps.get_scalar_type(v.type.dtype)() for v in node.inputs))
+    return lower_scalar_graph(ctx, scalar_node.inputs, scalar_node.outputs, [ctx.get(v) for v in node.inputs])
+
+
+@lowers(ps.ScalarOp)
+def lower_scalar_apply(ctx: LoweringContext, node) -> list[Value]:
+    """A scalar op applied to ``ScalarType`` variables at the top level of a
+    graph (shape arithmetic between ``ScalarFromTensor`` and
+    ``TensorFromScalar``): the same table, on 0-d IR values."""
+    return lower_scalar_graph(ctx, node.inputs, node.outputs, [ctx.get(v) for v in node.inputs])

@@ -1,0 +1,53 @@
+"""Lowering of ops that carry an inner PyTensor graph: ``OpFromGraph`` (and
+its subclasses, such as PyTensor 3's symbolic ``Softmax`` when no more
+specific rule applies) is inlined into the IR graph."""
+
+from __future__ import annotations
+
+from pytensor.compile.builders import OpFromGraph
+
+from compiler.errors import Unsupported, UnsupportedOpsError
+from compiler.lowering.context import LoweringContext
+from compiler.lowering.lower import lower_apply_nodes
+from compiler.lowering.registry import lowers
+from ir import Value
+
+
+@lowers(OpFromGraph)
+def lower_op_from_graph(ctx: LoweringContext, node) -> list[Value]:
+    """Inline ``OpFromGraph`` (``pytensor.compile.builders``): its inner
+    ``fgraph`` is lowered on the IR values of the node's inputs (explicit
+    inputs, then the implicit shared-variable inputs, in ``fgraph.inputs``
+    order). Nested OpFromGraphs inline recursively.
+
+    Returns:
+        The IR values of the inner outputs, one per node output.
+
+    Raises:
+        Unsupported: some inner node cannot be lowered; the message lists
+            the inner ops and reasons.
+    """
+    fgraph = node.op.fgraph
+    return inline_graph(ctx, fgraph.inputs, fgraph.outputs, [ctx.get(v) for v in node.inputs])
+
+
+def inline_graph(ctx: LoweringContext, inputs, outputs, args: list[Value]) -> list[Value]:
+    """Lower the PyTensor graph from ``inputs`` to ``outputs`` with ``inputs``
+    bound to the IR values ``args``; returns the IR values of ``outputs``.
+
+    The inner variables get a fresh variable map, so an op whose inner graph
+    is shared by several Apply nodes inlines correctly each time. Inner IR
+    nodes carry the caller's source line.
+
+    Raises:
+        Unsupported: listing the inner nodes that could not be lowered.
+    """
+    outer_values, outer_source = ctx.values, ctx.source
+    ctx.values = dict(zip(inputs, args, strict=True))
+    try:
+        lower_apply_nodes(ctx, inputs, outputs, source=outer_source)
+        return [ctx.get(v) for v in outputs]
+    except UnsupportedOpsError as e:
+        raise Unsupported("inner graph: " + "; ".join(f"{o.op}: {o.reason}" for o in e.occurrences)) from None
+    finally:
+        ctx.values, ctx.source = outer_values, outer_source

@@ -1,0 +1,170 @@
+"""Lowering of reductions and scans: ``CAReduce`` (Sum, Prod, Max, Min, All,
+Any, ProdWithoutZeros), ``Argmax``, ``Softmax``/``LogSoftmax`` (PyTensor 2's
+COps and PyTensor 3's symbolic ops), ``SoftmaxGrad`` and ``CumOp``."""
+
+from __future__ import annotations
+
+import pytensor.scalar as ps
+from pytensor.tensor import special
+from pytensor.tensor.elemwise import CAReduce
+from pytensor.tensor.extra_ops import CumOp
+from pytensor.tensor.math import Argmax, MulWithoutZeros
+
+from compiler.errors import Unsupported
+from compiler.lowering.context import LoweringContext, ir_dtype
+from compiler.lowering.registry import lowers
+from compiler.lowering.rules.graph_ops import lower_op_from_graph
+from compiler.lowering.rules.scalar_ops import shape_of
+from ir import DType, Value
+
+BOOL = DType.BOOL
+
+# Scalar op of a CAReduce -> IR reduction.
+REDUCERS = {
+    ps.Add: "reduce_sum",
+    ps.Mul: "reduce_prod",
+    ps.Maximum: "reduce_max",
+    ps.Minimum: "reduce_min",
+    ps.AND: "reduce_all",  # on bools; bitwise AND of ints has no IR reduction
+    ps.OR: "reduce_any",
+}
+EXACT_IN_ANY_DTYPE = {"reduce_max", "reduce_min", "reduce_all", "reduce_any"}
+ON_BOOL = {"reduce_max": "reduce_any", "reduce_min": "reduce_all"}  # np.max of bools is any
+
+
+@lowers(CAReduce)
+def lower_careduce(ctx: LoweringContext, node) -> list[Value]:
+    """``CAReduce{scalar_op, axis, dtype, acc_dtype}`` (``pytensor.tensor.elemwise``).
+
+    PyTensor's ``perform``: cast the input to ``acc_dtype``, reduce with the
+    scalar op's ufunc over ``axis`` (None: every axis), cast to the output
+    dtype. Max/Min/All/Any are exact in any dtype, so they reduce in the input
+    dtype; Sum/Prod go through the accumulator (float32 sums in float64).
+    ``ProdWithoutZeros`` multiplies the nonzero entries (0 when all are zero).
+
+    Raises:
+        Unsupported: other scalar ops, or bitwise and/or reductions of ints.
+    """
+    op = node.op
+    x = ctx.get(node.inputs[0])
+    out = ir_dtype(node.outputs[0])
+    acc = DType.from_numpy(op.acc_dtype) if op.acc_dtype is not None else out
+    axes = tuple(range(x.rank)) if op.axis is None else tuple(op.axis)
+    if isinstance(op.scalar_op, MulWithoutZeros):
+        return [ctx.cast(_prod_without_zeros(ctx, ctx.cast(x, acc), axes), out)]
+    reducer = next((REDUCERS[c] for c in type(op.scalar_op).__mro__ if c in REDUCERS), None)
+    if reducer is None:
+        raise Unsupported(f"reduction with scalar op {op.scalar_op} has no IR equivalent")
+    if reducer in ("reduce_all", "reduce_any"):
+        if x.dtype != BOOL:
+            raise Unsupported(f"bitwise {op.scalar_op} reduction of {x.dtype} has no IR equivalent")
+        acc = BOOL
+    elif reducer in EXACT_IN_ANY_DTYPE:
+        acc = x.dtype
+        if acc == BOOL:
+            reducer = ON_BOOL[reducer]
+    elif acc == BOOL:
+        raise Unsupported(f"{op.scalar_op} reduction with a bool accumulator")
+    value = ctx.cast(x, acc)
+    if axes:  # CAReduce over no axes only casts
+        value = ctx.add(reducer, [value], {"axes": axes, "keepdims": False})
+    return [ctx.cast(value, out)]
+
+
+def _prod_without_zeros(ctx: LoweringContext, x: Value, axes: tuple) -> Value:
+    # MulWithoutZeros reduces with identity 0: product of the nonzero entries, 0 if there are none.
+    zero, one = ctx.scalar(0, x.dtype), ctx.scalar(1, x.dtype)
+    if not axes:
+        return x
+    nonzero = ctx.add("ne", [x, zero])
+    attrs = {"axes": axes, "keepdims": False}
+    prod = ctx.add("reduce_prod", [ctx.add("where", [nonzero, x, one])], attrs)
+    return ctx.add("where", [ctx.add("reduce_any", [nonzero], attrs), prod, zero])
+
+
+@lowers(Argmax)
+def lower_argmax(ctx: LoweringContext, node) -> list[Value]:
+    """``Argmax{axis}`` (``pytensor.tensor.math``): int64 index of the first
+    maximum over ``axis`` (None: all axes). Several axes count in row-major
+    order over the reduced axes, as PyTensor's ``perform`` does by moving them
+    last and flattening them."""
+    x = ctx.get(node.inputs[0])
+    axes = tuple(range(x.rank)) if node.op.axis is None else tuple(sorted(node.op.axis))
+    if not axes:  # argmax over a single element (or none): index 0 everywhere
+        return [ctx.add("expand", [ctx.scalar(0, DType.INT64), shape_of(ctx, x)])]
+    if len(axes) == 1:
+        return [ctx.add("argmax", [x], {"axis": axes[0], "keepdims": False})]
+    keep = [a for a in range(x.rank) if a not in axes]
+    perm = keep + list(axes)
+    if perm != list(range(x.rank)):
+        x = ctx.add("transpose", [x], {"perm": perm})
+    kept_shape = _dims(ctx, x, range(len(keep)))
+    flat = ctx.add("reshape", [x, ctx.add("concat", [kept_shape, ctx.i64([-1])], {"axis": 0})])
+    return [ctx.add("argmax", [flat], {"axis": len(keep), "keepdims": False})]
+
+
+def _dims(ctx: LoweringContext, x: Value, axes) -> Value:
+    """The sizes of ``x`` along ``axes`` as an i64[k] value (constant when static)."""
+    axes = list(axes)
+    sizes = [x.shape[a] for a in axes]
+    if all(isinstance(d, int) for d in sizes):
+        return ctx.i64(sizes)
+    return ctx.add("gather", [ctx.add("shape", [x]), ctx.i64(axes)], {"axis": 0})
+
+
+# -- softmax -------------------------------------------------------------
+def _softmax_rule(ir_op: str):
+    def rule(ctx: LoweringContext, node) -> list[Value]:
+        axis = node.op.axis
+        if isinstance(axis, tuple) and len(axis) == 1:
+            axis = axis[0]
+        x = ctx.get(node.inputs[0])
+        if isinstance(axis, tuple) or not x.dtype.is_float:
+            if hasattr(node.op, "fgraph"):  # PyTensor 3: the op's own graph defines it
+                return lower_op_from_graph(ctx, node)
+            raise Unsupported(f"{node.op} of {x.dtype}")
+        if axis is not None:
+            return [ctx.add(ir_op, [x], {"axis": axis})]
+        flat = ctx.add("reshape", [x, ctx.i64([-1])])
+        return [ctx.add("reshape", [ctx.add(ir_op, [flat], {"axis": 0}), shape_of(ctx, x)])]
+
+    rule.__name__ = f"lower_{ir_op}"
+    rule.__doc__ = f"""``{ir_op}`` over ``axis`` (``pytensor.tensor.special``): max-subtracted,
+        as in PyTensor. ``axis=None`` normalizes over all entries (flatten,
+        {ir_op}, reshape back). PyTensor 3's multi-axis form, and integer
+        inputs, inline the op's own graph."""
+    return rule
+
+
+lower_softmax = lowers(special.Softmax)(_softmax_rule("softmax"))
+lower_log_softmax = lowers(special.LogSoftmax)(_softmax_rule("log_softmax"))
+
+if hasattr(special, "SoftmaxGrad"):  # PyTensor 2.x only
+
+    @lowers(special.SoftmaxGrad)
+    def lower_softmax_grad(ctx: LoweringContext, node) -> list[Value]:
+        """``SoftmaxGrad{axis}(dy, sm)`` (PyTensor 2): ``dy*sm - sum(dy*sm, axis,
+        keepdims) * sm``, as its ``perform`` computes."""
+        dy, sm = (ctx.get(v) for v in node.inputs)
+        axis = node.op.axis
+        dy_sm = ctx.add("mul", [dy, sm])
+        axes = () if axis is None else (axis,)
+        total = ctx.add("reduce_sum", [dy_sm], {"axes": axes, "keepdims": True})
+        return [ctx.add("sub", [dy_sm, ctx.add("mul", [total, sm])])]
+
+
+# -- scans ---------------------------------------------------------------
+@lowers(CumOp)
+def lower_cumop(ctx: LoweringContext, node) -> list[Value]:
+    """``CumOp{axis, mode}`` (``pytensor.tensor.extra_ops``): inclusive
+    ``np.cumsum`` / ``np.cumprod`` along ``axis``, in the input dtype.
+
+    Raises:
+        Unsupported: bool input (NumPy would change the dtype).
+    """
+    x = ctx.get(node.inputs[0])
+    if x.dtype == BOOL:
+        raise Unsupported(f"{node.op} of bool")
+    ir_op = {"add": "cumsum", "mul": "cumprod"}[node.op.mode]
+    return [ctx.add(ir_op, [x], {"axis": node.op.axis})]
+

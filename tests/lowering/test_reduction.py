@@ -1,0 +1,159 @@
+"""Differential tests of the reduction lowerings: CAReduce (Sum, Prod, Max,
+Min, All, Any, ProdWithoutZeros) with their accumulator dtypes, mean,
+Argmax/Argmin, Softmax/LogSoftmax (axis int, None and, in PyTensor 3,
+several axes), SoftmaxGrad and CumOp."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.tensor.extra_ops import CumOp
+from pytensor.tensor.math import ProdWithoutZeros
+
+from tests.helpers import check_pytensor, pytensor_reference
+
+RNG = np.random.default_rng(3)
+DTYPES = ["float32", "float64", "int32", "int64", "bool"]
+
+
+def data(shape, dtype):
+    """Small distinct-ish values of ``dtype``: halves for floats, -4..4 for ints."""
+    if dtype == "bool":
+        return RNG.random(shape) > 0.4
+    values = RNG.integers(-4, 5, size=shape)
+    return (values * 0.5 if dtype.startswith("float") else values).astype(dtype)
+
+
+REDUCTIONS = {
+    "sum": pt.sum, "prod": pt.prod, "max": pt.max, "min": pt.min, "all": pt.all, "any": pt.any,
+}
+AXES = [None, 0, -1, (0, 2), (1,), ()]
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_careduce_axes_and_dtypes(name):
+    """Every dtype PyTensor accepts, several axes in one graph; int8 sums
+    accumulate in int64 and float32 sums in float64, as PyTensor does."""
+    inputs, outputs, values = [], [], []
+    for dtype in DTYPES + ["int8"]:
+        x = pt.tensor3(f"x_{dtype}", dtype=dtype)
+        try:
+            outs = [REDUCTIONS[name](x, axis=axis) for axis in AXES]
+        except TypeError:
+            continue
+        inputs.append(x)
+        outputs += outs
+        values.append(data((2, 3, 4), dtype))
+    check_pytensor(inputs, outputs, values)
+
+
+def test_sum_dtype_and_acc_dtype():
+    x8 = pt.tensor("x8", dtype="int8", shape=(None,))
+    xf = pt.fvector("xf")
+    outs = [pt.sum(x8, dtype="int8"), pt.sum(x8, acc_dtype="int64", dtype="int16"), pt.sum(xf, dtype="float64"),
+            pt.sum(xf, acc_dtype="float64"), pt.prod(x8, dtype="float32"), pt.sum(x8, acc_dtype="float32")]
+    # 100 * 3 overflows int8 but not the int64 accumulator: the cast at the end wraps
+    values = [np.int8([100, 100, 100, -7]), np.float32([1e8, 1.0, -1e8, 0.5])]
+    check_pytensor([x8, xf], outs, values)
+
+
+def test_float32_sum_accumulates_in_float64():
+    x = pt.fvector("x")
+    values = [np.float32([1e8, 1.0, -1e8, 1.0])]
+    compiled = check_pytensor([x], [x.sum()], values)
+    assert compiled.run(*values)[0] == np.float32(2.0)  # a float32 accumulator would give 0 or 1
+
+
+def test_max_min_propagate_nan_and_inf():
+    x = pt.dmatrix("x")
+    value = np.array([[1.0, np.nan, -np.inf], [2.0, 3.0, np.inf]])
+    check_pytensor([x], [pt.max(x, axis=1), pt.min(x, axis=0), pt.max(x)], [value])
+
+
+def test_mean():
+    x, f, i = pt.dvector("x"), pt.fmatrix("f"), pt.lmatrix("i")
+    check_pytensor([x, f, i], [x.mean(), f.mean(axis=0), f.mean(), i.mean(axis=1), pt.mean(f, axis=(0, 1))],
+                   [np.array([1.0, 2.5, -4.0]), data((3, 4), "float32"), data((2, 5), "int64")])
+
+
+def test_prod_without_zeros():
+    x = pt.dmatrix("x")
+    value = np.array([[0.0, 2.0, -3.0], [0.0, 0.0, 0.0], [1.5, 4.0, 0.0]])
+    check_pytensor([x], [ProdWithoutZeros(axis=(1,))(x), ProdWithoutZeros(axis=None)(x),
+                         ProdWithoutZeros(axis=(0,))(x)], [value])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_argmax_argmin(dtype):
+    x = pt.tensor3("x", dtype=dtype)
+    outs = [pt.argmax(x), pt.argmax(x, axis=1), pt.argmax(x, axis=-1, keepdims=True), pt.argmax(x, axis=(0, 2)),
+            pt.argmax(x, axis=(2, 0)), pt.argmin(x, axis=0), pt.argmin(x)]
+    value = data((3, 4, 2), dtype)
+    check_pytensor([x], outs, [value])
+
+
+def test_argmax_of_static_shape_and_ties():
+    x = pt.tensor("x", dtype="float64", shape=(2, 3, 4))
+    value = np.zeros((2, 3, 4))
+    value[1, 2, 0] = value[0, 1, 3] = 1.0
+    check_pytensor([x], [pt.argmax(x, axis=(0, 1)), pt.argmax(x, axis=(1, 2))], [value])
+
+
+# -- softmax -----------------------------------------------------------------
+SOFTMAX = {"softmax": pt.special.softmax, "log_softmax": pt.special.log_softmax}
+
+
+@pytest.mark.parametrize("name", sorted(SOFTMAX))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_axes(name, dtype):
+    fn = SOFTMAX[name]
+    x = pt.tensor3("x", dtype=dtype)
+    v = pt.vector("v", dtype=dtype)
+    outs = [fn(x, axis=-1), fn(x, axis=0), fn(x, axis=None), fn(v, axis=None), fn(v, axis=0)]
+    value = (RNG.normal(size=(2, 3, 4)) * 3).astype(dtype)
+    value[0, 0, 0] = 50.0  # needs the max subtraction
+    check_pytensor([x, v], outs, [value, np.array([-1.0, 0.0, 1000.0], dtype=dtype)])
+
+
+@pytest.mark.parametrize("name", sorted(SOFTMAX))
+def test_softmax_several_axes(name):
+    """Several axes: PyTensor 3's symbolic Softmax takes a tuple; PyTensor 2
+    only an int or None, so there the tuple is rejected when building."""
+    x = pt.tensor3("x")
+    try:
+        out = SOFTMAX[name](x, axis=(0, 2))
+    except TypeError:
+        assert pytensor.__version__.startswith("2.")
+        return
+    check_pytensor([x], [out], [RNG.normal(size=(2, 3, 4))])
+
+
+def test_softmax_gradient():
+    """The gradient graph: SoftmaxGrad in PyTensor 2, plain ops in PyTensor 3."""
+    x = pt.dmatrix("x")
+    w = pt.dmatrix("w")
+    cost = (pt.special.softmax(x, axis=1) * w).sum() + (pt.special.softmax(x, axis=None) * w).sum()
+    g = pytensor.grad(cost, x)
+    check_pytensor([x, w], [g], [RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4))])
+
+
+# -- cumulative ops ------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_cumsum_cumprod(dtype):
+    x = pt.tensor3("x", dtype=dtype)
+    outs = [pt.cumsum(x, axis=0), pt.cumsum(x, axis=2), pt.cumprod(x, axis=1), pt.cumsum(x), pt.cumprod(x, axis=-1)]
+    check_pytensor([x], outs, [data((2, 3, 4), dtype)])
+
+
+def test_cumsum_int32_keeps_its_dtype():
+    """NumPy's cumsum of int32 gives int64, so PyTensor's Python and Numba
+    backends return int64 for this int32-typed output; the compiled model keeps
+    the declared int32 (the values agree while nothing overflows)."""
+    x = pt.ivector("x")
+    out = CumOp(axis=0)(x)
+    values = [np.int32([3, -4, 5, 2**29, 2**29])]
+    (loose,) = pytensor_reference([x], [out], values)
+    assert out.dtype == "int32" and loose.dtype == np.int64
+    check_pytensor([x], [out], values, reference=[loose.astype(np.int32)])

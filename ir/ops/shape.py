@@ -176,8 +176,9 @@ def _slice_eval(args, attrs):
 
 
 register(OpDef("slice", _slice_infer, _slice_eval, 4, attrs={"axes": Attr("ints")},
-               doc="x[start:end:step] per axis with Python's clamping; an open end is "
-                   "INT64_MAX (step > 0) or INT64_MIN (step < 0), as in ONNX Slice"))
+               doc="x[start:end:step] per axis, exactly Python's slice semantics (clamping included); "
+                   "an open end is INT64_MAX (step > 0) or INT64_MIN (step < 0). ONNX Slice differs for "
+                   "a negative step starting before the first element; the emitter bridges that"))
 
 
 # -- gather, gather_nd, scatter_nd --------------------------------------

@@ -1,0 +1,2 @@
+"""Back ends of pytensor-onnx: code generators from the IR. ``backends.onnx``
+emits ONNX models."""

@@ -1,0 +1,14 @@
+"""The ONNX back end: ``emit_model`` turns an IR graph into an ONNX opset-18
+``ModelProto``; ``save_model`` writes it (external data past 2 GB);
+``make_session`` runs it in onnxruntime on the CPU.
+
+Emission rules live in ``backends/onnx/rules``, one module per op family,
+registered in ``EMITTERS`` by IR op name.
+"""
+
+from backends.onnx.registry import EMITTERS, EmitError, emits
+from backends.onnx.emitter import emit_model
+from backends.onnx.runtime import make_session
+from backends.onnx.serialize import save_model
+
+__all__ = ["EMITTERS", "EmitError", "emit_model", "emits", "make_session", "save_model"]

@@ -1,0 +1,143 @@
+"""``EmitContext``: what an emission rule uses to build ONNX nodes.
+
+The context creates ONNX nodes and constants with names that are unique
+across the whole model (one namespace for graph inputs, initializers, node
+outputs and node names), and collects the nodes of the graph (or of a
+control-flow body) being built.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+import numpy as np
+import onnx_ir as oir
+
+from backends.onnx.registry import EmitError
+from ir.core import Node
+from ir.types import DType, TensorType
+
+
+def onnx_dtype(dtype: DType) -> oir.DataType:
+    """The ONNX element type of an IR dtype."""
+    return oir.DataType.from_numpy(dtype.numpy)
+
+
+def onnx_value(name: str, t: TensorType) -> oir.Value:
+    """A fully typed ONNX value called ``name`` for IR type ``t``: int dims stay
+    static, named dims become ``dim_param``, ``None`` dims have neither."""
+    return oir.val(name, onnx_dtype(t.dtype), list(t.shape))
+
+
+class Namer:
+    """Hands out names unique within one model; ``fresh`` is amortized O(1)."""
+
+    def __init__(self) -> None:
+        self._taken: set[str] = set()
+        self._next: dict[str, int] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._taken
+
+    def take(self, name: str) -> None:
+        """Claim ``name`` exactly. EmitError if it is already taken."""
+        if name in self._taken:
+            raise EmitError(f"ONNX name {name!r} is used twice")
+        self._taken.add(name)
+
+    def fresh(self, base: str) -> str:
+        """``base`` if free, else ``base_<n>`` with the smallest free n seen so far."""
+        name = base
+        while name in self._taken:
+            n = self._next.get(base, 1)
+            self._next[base] = n + 1
+            name = f"{base}_{n}"
+        self._taken.add(name)
+        return name
+
+
+class EmitContext:
+    """Builds the ONNX nodes of one model for the emission rules.
+
+    Attributes:
+        namer: the model-wide ``Namer``.
+        nodes: the ONNX nodes built so far for the current graph or body.
+        initializers: ONNX initializer values (IR constants and rule constants).
+        node: the IR node being emitted (used for names and error messages).
+    """
+
+    def __init__(self, namer: Namer) -> None:
+        self.namer = namer
+        self.nodes: list[oir.Node] = []
+        self.initializers: list[oir.Value] = []
+        self.node: Node | None = None
+        self._consts: dict[tuple, oir.Value] = {}
+
+    # -- building blocks ----------------------------------------------------
+    def op(self, op_type: str, *inputs: oir.Value | None, num_outputs: int = 1, **attrs):
+        """Append ONNX node ``op_type(*inputs)`` with attributes ``attrs``
+        (Python ints, floats, strings, lists, ``oir.Graph``) to the current
+        graph; returns its output value, or a tuple when ``num_outputs > 1``.
+        A ``None`` input is an omitted optional input."""
+        hint = self._hint()
+        outputs = [oir.Value(name=self.namer.fresh(hint)) for _ in range(num_outputs)]
+        node = oir.node(op_type, list(inputs), attrs or None, outputs=outputs,
+                        name=self.namer.fresh(f"{op_type}_node"))
+        self.nodes.append(node)
+        return outputs[0] if num_outputs == 1 else tuple(outputs)
+
+    def const(self, value, dtype: DType) -> oir.Value:
+        """An initializer holding ``np.asarray(value, dtype)`` (scalars stay
+        rank 0); equal constants are shared."""
+        array = np.asarray(value, dtype=dtype.numpy)
+        key = (dtype, array.shape, array.tobytes())
+        if key not in self._consts:
+            self._consts[key] = self.initializer(array, f"k_{dtype}")
+        return self._consts[key]
+
+    def initializer(self, array: np.ndarray, base: str) -> oir.Value:
+        """A new initializer holding ``array`` named after ``base`` (made unique)."""
+        name = self.namer.fresh(base)
+        value = oir.val(name, const_value=oir.tensor(np.asarray(array, order="C"), name=name))
+        self.initializers.append(value)
+        return value
+
+    def cast(self, x: oir.Value, to: DType) -> oir.Value:
+        """``Cast(x, to)``."""
+        return self.op("Cast", x, to=int(onnx_dtype(to)))
+
+    def error(self, why: str) -> EmitError:
+        """An ``EmitError`` naming the IR op being emitted and its input dtypes."""
+        if self.node is None:
+            return EmitError(why)
+        dtypes = ", ".join(str(v.dtype) for v in self.node.inputs)
+        return EmitError(f"cannot emit IR op {self.node.op!r} ({dtypes}) as ONNX: {why}")
+
+    # -- control-flow bodies --------------------------------------------------
+    @contextlib.contextmanager
+    def body(self) -> Iterator[list[oir.Node]]:
+        """Collect the nodes built inside the ``with`` block into the yielded
+        list (a control-flow body) instead of the current graph. Bodies may
+        read any value of the enclosing graphs (ONNX outer-scope references)."""
+        outer, self.nodes = self.nodes, []
+        collected = self.nodes
+        try:
+            yield collected
+        finally:
+            self.nodes = outer
+
+    def subgraph(self, nodes: list[oir.Node], inputs: list[oir.Value], outputs: list[oir.Value],
+                 base: str) -> oir.Graph:
+        """A control-flow body graph (for a Loop/Scan ``body`` attribute) made
+        of ``nodes`` collected by ``body()``."""
+        return oir.Graph(inputs, outputs, nodes=nodes, name=self.namer.fresh(base))
+
+    def body_input(self, base: str, dtype: DType, shape=None) -> oir.Value:
+        """A typed input value for a control-flow body (``shape=None``: unknown rank)."""
+        return oir.val(self.namer.fresh(base), onnx_dtype(dtype), shape)
+
+    def _hint(self) -> str:
+        if self.node is None:
+            return "tmp"
+        return self.node.outputs[0].name if self.node.outputs and self.node.outputs[0].name else self.node.op

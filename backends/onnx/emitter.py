@@ -1,0 +1,102 @@
+"""``emit_model``: IR graph -> ONNX ``ModelProto`` (built with onnx_ir).
+
+The model has IR version 10 (onnxruntime 1.31 rejects newer) and imports the
+default domain at the requested opset. Graph inputs keep their IR names, IR
+constants become initializers (named after the constant, made unique if an
+input took the name), every graph output has its own name (the IR value's
+name hint when free, else ``output<i>``) and full type. Each IR node is
+emitted by its rule in ``EMITTERS`` (see ``backends/onnx/rules``).
+"""
+
+from __future__ import annotations
+
+import onnx
+import onnx_ir as oir
+
+from backends.onnx import rules  # noqa: F401  (registers the rules)
+from backends.onnx.context import EmitContext, Namer, onnx_dtype, onnx_value
+from backends.onnx.registry import EmitError, get_rule
+from ir.core import Graph, Value
+
+IR_VERSION = 10
+MIN_OPSET = 18
+PRODUCER = "pytensor-onnx"
+
+
+def emit_model(graph: Graph, *, opset: int = 18) -> onnx.ModelProto:
+    """Emit ``graph`` as an ONNX model.
+
+    Args:
+        graph: a verified IR graph without subgraph-holding nodes.
+        opset: the default-domain opset to import; the rules use opset-18
+            operator forms, which later opsets keep.
+
+    Returns:
+        An ``onnx.ModelProto`` (IR version 10) that computes, for each graph
+        output, what ``ir.interpreter.evaluate`` computes.
+
+    Raises:
+        EmitError: an op without a rule or without an exact ONNX form for its
+            dtypes; an unnamed or duplicated graph input name; opset < 18.
+    """
+    if opset < MIN_OPSET:
+        raise EmitError(f"opset {opset} is not supported: the ONNX rules need opset >= {MIN_OPSET}")
+    namer = Namer()
+    ctx = EmitContext(namer)
+    env: dict[Value, oir.Value] = {}
+
+    inputs = []
+    for i, v in enumerate(graph.inputs):
+        if not v.name:
+            raise EmitError(f"graph input {i} ({v.type}) has no name")
+        if v.name in namer:
+            raise EmitError(f"two graph inputs are called {v.name!r}")
+        namer.take(v.name)
+        env[v] = onnx_value(v.name, v.type)
+        inputs.append(env[v])
+    for c in graph.constants.values():
+        env[c] = ctx.initializer(c.const, c.name)
+
+    output_names = _reserve_output_names(graph, namer)
+    for node in graph:
+        if node.subgraphs:
+            raise EmitError(f"IR op {node.op!r} with subgraphs is not supported by the ONNX emitter")
+        rule = get_rule(node.op)
+        ctx.node = node
+        results = rule(ctx, node, *(env[v] for v in node.inputs))
+        results = results if isinstance(results, tuple) else (results,)
+        if len(results) != len(node.outputs):
+            raise EmitError(f"rule for {node.op!r} returned {len(results)} values for {len(node.outputs)} outputs")
+        env.update(zip(node.outputs, results))
+    ctx.node = None
+
+    outputs = []
+    claimed = {id(v) for v in inputs} | {id(v) for v in ctx.initializers}
+    for v, name in zip(graph.outputs, output_names):
+        value = env[v]
+        if id(value) in claimed:  # an input, an initializer or an earlier output
+            value = ctx.op("Identity", value)
+        claimed.add(id(value))
+        value.name = name
+        value.type = oir.TensorType(onnx_dtype(v.type.dtype))
+        value.shape = oir.Shape(list(v.type.shape))
+        outputs.append(value)
+
+    onnx_graph = oir.Graph(inputs, outputs, nodes=ctx.nodes, initializers=ctx.initializers,
+                           opset_imports={"": opset}, name=graph.name)
+    model = oir.Model(onnx_graph, ir_version=IR_VERSION, producer_name=PRODUCER)
+    return oir.serde.serialize_model(model)
+
+
+def _reserve_output_names(graph: Graph, namer: Namer) -> list[str]:
+    """One fresh name per graph output: the value's hint when it is a node
+    output seen for the first time and its hint is free, else ``output<i>``."""
+    names, seen = [], set()
+    for i, v in enumerate(graph.outputs):
+        first = v.producer is not None and v not in seen
+        seen.add(v)
+        if first and v.name and v.name not in namer:
+            names.append(namer.fresh(v.name))
+        else:
+            names.append(namer.fresh(f"output{i}"))
+    return names

@@ -1,0 +1,44 @@
+"""The emission table: one rule per IR op, keyed by op name.
+
+A rule is ``rule(ctx, node, *inputs) -> Value | tuple[Value, ...]``: it
+receives the ``EmitContext``, the IR ``Node`` and the ONNX values of the
+node's inputs, builds ONNX nodes through ``ctx`` and returns the ONNX values
+of the node's outputs, in order. Rules register with ``@emits("add")``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+EmitRule = Callable[..., object]
+
+EMITTERS: dict[str, EmitRule] = {}
+
+
+class EmitError(ValueError):
+    """The IR graph cannot be emitted as ONNX: an op has no rule, or a rule
+    has no exact ONNX form for the given dtype (the message names both)."""
+
+
+def emits(*ops: str) -> Callable[[EmitRule], EmitRule]:
+    """Decorator registering a rule for the IR ops ``ops``.
+
+    Raises:
+        ValueError: an op already has a rule.
+    """
+    def register(rule: EmitRule) -> EmitRule:
+        for op in ops:
+            if op in EMITTERS:
+                raise ValueError(f"IR op {op!r} already has an ONNX rule ({EMITTERS[op].__qualname__})")
+            EMITTERS[op] = rule
+        return rule
+
+    return register
+
+
+def get_rule(op: str) -> EmitRule:
+    """The rule emitting IR op ``op``. EmitError if there is none."""
+    try:
+        return EMITTERS[op]
+    except KeyError:
+        raise EmitError(f"no ONNX emission rule for IR op {op!r}") from None

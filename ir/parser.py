@@ -22,6 +22,7 @@ import numpy as np
 
 from ir.core import Graph, Value
 from ir.ops.registry import OpError
+from ir.symbolic import parse_dim
 from ir.types import Dim, DType, TensorType
 
 
@@ -42,7 +43,7 @@ class IRParseError(ValueError):
 class Token(NamedTuple):
     """One token: its kind, its text and its offset in the source."""
 
-    kind: str  # number, ident, string, value, gname, b64, punct, eof
+    kind: str  # number, ident, string, value, gname, b64, punct, op, eof
     text: str
     pos: int
 
@@ -57,6 +58,7 @@ _TOKEN = re.compile(rf"""
   | (?P<ident>[A-Za-z_][A-Za-z0-9_.]*)
   | (?P<string>{_QUOTED})
   | (?P<punct>[()\[\]{{}},:=?])
+  | (?P<op>//|[*%+-])
   | (?P<bad>.)
 """, re.VERBOSE | re.DOTALL)
 _INT = re.compile(r"[+-]?\d+")
@@ -212,7 +214,7 @@ class _Parser:
         self.fail(f"%{name} is not defined", token.pos)
 
     def type(self) -> TensorType:
-        """``dtype[dim, ...]`` with dims an int, a symbol or ``?``."""
+        """``dtype[dim, ...]`` with dims an int, a symbol, an expression or ``?``."""
         token = self.expect_kind("ident")
         dtype = _DTYPES.get(token.text)
         if dtype is None:
@@ -228,14 +230,28 @@ class _Parser:
         return TensorType(dtype, tuple(dims))
 
     def dim(self) -> Dim:
-        t = self.next()
-        if t.kind == "punct" and t.text == "?":
-            return None
-        if t.kind == "ident":
-            return t.text
-        if t.kind == "number" and re.fullmatch(r"\d+", t.text):
-            return int(t.text)
-        self.fail(f"expected a dim (size, symbol or ?), got {t.text!r}", t.pos)
+        """A dim: a size, a symbol, ``?`` or an expression such as ``(H+1)//2-1``
+        or ``max(N-1,0)`` (``ir.symbolic.parse_dim`` reads its text)."""
+        start, depth = self.tok, 0
+        while True:
+            t = self.tok
+            if t.kind == "punct" and t.text == "(":
+                depth += 1
+            elif t.kind == "punct" and t.text == ")" and depth:
+                depth -= 1
+            elif not (t.kind in ("ident", "op") or (t.kind == "number" and _INT.fullmatch(t.text))
+                      or (t.kind == "punct" and (t.text == "?" or (t.text == "," and depth)))):
+                break
+            self.i += 1
+        text = self.text[start.pos:self.tok.pos]
+        try:
+            d = parse_dim(text)
+        except ValueError:
+            d = -1
+        if isinstance(d, int) and d < 0 or not text:
+            self.fail(f"expected a dim (size, symbol, expression or ?), got {text.strip() or self._describe()!r}",
+                      start.pos)
+        return d
 
     def constant(self, graph: Graph) -> None:
         """``const %name: type = literal``"""

@@ -1,8 +1,10 @@
 """Tensor types of the IR: element dtypes, dims and ``TensorType``.
 
 A dim is an ``int`` (static size), a ``str`` (a named symbolic size, emitted as
-an ONNX ``dim_param``) or ``None`` (unknown; printed ``?``). The rank of every
-tensor is always known, as it is in PyTensor.
+an ONNX ``dim_param``), an ``ir.symbolic.Expr`` (an expression over named
+sizes such as ``H//2-1``, emitted as a ``dim_param`` of its text) or ``None``
+(unknown; printed ``?``). Only an ``int`` is static. The rank of every tensor
+is always known, as it is in PyTensor.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from typing import Union
 
 import numpy as np
 
-Dim = Union[int, str, None]
+from ir.symbolic import Expr, format_dim
+
+Dim = Union[int, str, Expr, None]
 
 
 class DType(enum.Enum):
@@ -99,12 +103,23 @@ class TensorType:
         if not isinstance(self.dtype, DType):
             raise TypeError(f"TensorType dtype must be a DType, got {self.dtype!r}")
         shape = tuple(self.shape)
+        normalize = False
         for d in shape:
-            if d is not None and not isinstance(d, (int, str)) or isinstance(d, bool):
+            kind = type(d)
+            if kind is int:
+                if d < 0:
+                    raise ValueError(f"negative dim {d} in shape {shape!r}")
+            elif kind is str or kind is Expr or d is None:
+                pass
+            elif isinstance(d, np.integer) or (isinstance(d, int) and not isinstance(d, bool)):
+                normalize = True
+                if d < 0:
+                    raise ValueError(f"negative dim {d} in shape {shape!r}")
+            else:
                 raise TypeError(f"bad dim {d!r} in shape {shape!r}")
-            if isinstance(d, int) and d < 0:
-                raise ValueError(f"negative dim {d} in shape {shape!r}")
-        object.__setattr__(self, "shape", tuple(int(d) if isinstance(d, (int, np.integer)) else d for d in shape))
+        if normalize:
+            shape = tuple(int(d) if isinstance(d, (int, np.integer)) else d for d in shape)
+        object.__setattr__(self, "shape", shape)
 
     @property
     def rank(self) -> int:
@@ -138,12 +153,12 @@ class TensorType:
 
 
 def _dim_str(d: Dim) -> str:
-    return "?" if d is None else str(d)
+    return format_dim(d)
 
 
 def dims_compatible(a: Dim, b: Dim) -> bool:
-    """Whether two dims may describe the same runtime size (unknown and symbolic
-    dims are compatible with anything; two ints must be equal)."""
+    """Whether two dims may describe the same runtime size (unknown, symbolic
+    and expression dims are compatible with anything; two ints must be equal)."""
     if isinstance(a, int) and isinstance(b, int):
         return a == b
     return True
@@ -151,7 +166,8 @@ def dims_compatible(a: Dim, b: Dim) -> bool:
 
 def join_dims(a: Dim, b: Dim) -> Dim:
     """The most precise dim known to equal both ``a`` and ``b`` (which are
-    assumed to describe the same runtime size): an int beats a name beats None."""
+    assumed to describe the same runtime size): an int beats a name or an
+    expression, which beats None."""
     for d in (a, b):
         if isinstance(d, int):
             return d

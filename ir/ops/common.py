@@ -1,8 +1,11 @@
-"""Shared pieces of type rules: broadcasting and dtype checks."""
+"""Shared pieces of type rules: broadcasting, dtype checks and reading the
+known value of an integer input."""
 
 from __future__ import annotations
 
 from typing import Sequence
+
+import numpy as np
 
 from ir.ops.registry import OpError
 from ir.types import Dim, DType, TensorType
@@ -63,3 +66,16 @@ def normalize_axis(axis: int, rank: int, op: str) -> int:
 
 INT64 = DType.INT64
 BOOL = DType.BOOL
+
+
+def known_dims(value: "np.ndarray | None") -> tuple[Dim, ...] | None:
+    """The elements of a known integer input, flattened, as dims: a NumPy
+    integer array (a constant) gives Python ints; an object array (what
+    ``shape-inference`` knows, see ``OpDef.symbolic_inputs``) gives its
+    elements (int, str, ``Expr`` or None); None gives None."""
+    if value is None:
+        return None
+    flat = np.asarray(value).reshape(-1)
+    if flat.dtype == object:
+        return tuple(flat.tolist())
+    return tuple(int(v) for v in flat)

@@ -93,6 +93,17 @@ class OpDef:
         attrs: name -> ``Attr``.
         commutative: the two inputs may be swapped.
         doc: one line on the semantics and where they come from.
+        symbolic_inputs: ``infer`` also accepts, in ``const_inputs``, NumPy
+            object arrays whose elements are dims (int, str, ``Expr`` or
+            None): what the ``shape-inference`` pass knows of the value of
+            an integer input (``shape(x)`` of an ``f32[N,3]`` is ``[N, 3]``).
+            Read such inputs with ``ir.ops.common.known_dims``.
+        subgraph_roles: the roles of the nested graphs a node of this op
+            holds (``("body",)``; see ``ir/ops/control_flow.py``). For such
+            ops ``infer`` takes a fourth argument, the node's subgraphs
+            (role -> ``Graph``), and ``evaluate`` is ``(input_arrays, attrs,
+            subgraphs, run) -> output_arrays`` where ``run(graph, arrays)``
+            evaluates a nested graph. Other ops ignore nested graphs.
     """
 
     name: str
@@ -102,6 +113,8 @@ class OpDef:
     attrs: dict[str, Attr] = field(default_factory=dict)
     commutative: bool = False
     doc: str = ""
+    symbolic_inputs: bool = False
+    subgraph_roles: tuple[str, ...] = ()
 
     def __post_init__(self):
         for a in self.attrs.values():
@@ -133,11 +146,23 @@ class OpDef:
             raise OpError(f"{self.name} takes {self.num_inputs} inputs, got {n}")
 
     def infer_types(self, types: Sequence[TensorType], attrs: dict,
-                    consts: Sequence["np.ndarray | None"] | None = None) -> list[TensorType]:
-        """Output types for inputs of ``types`` (see ``infer``)."""
+                    consts: Sequence["np.ndarray | None"] | None = None,
+                    subgraphs: dict | None = None) -> list[TensorType]:
+        """Output types for inputs of ``types`` (see ``infer``); ``subgraphs``
+        are the node's nested graphs (used by ops with ``subgraph_roles``).
+
+        Raises:
+            OpError: the type rule rejects the inputs, or an op with
+                ``subgraph_roles`` lacks one of its nested graphs.
+        """
         self.check_arity(len(types))
         consts = list(consts) if consts is not None else [None] * len(types)
-        return list(self.infer(list(types), attrs, consts))
+        if not self.subgraph_roles:
+            return list(self.infer(list(types), attrs, consts))
+        subgraphs = dict(subgraphs or {})
+        if sorted(subgraphs) != sorted(self.subgraph_roles):
+            raise OpError(f"{self.name} needs nested graphs {list(self.subgraph_roles)}, got {sorted(subgraphs)}")
+        return list(self.infer(list(types), attrs, consts, subgraphs))
 
 
 _REGISTRY: dict[str, OpDef] = {}

@@ -4,13 +4,20 @@ split, slice, gather, gather_nd, scatter_nd, shape, range, nonzero.
 Index and shape operands are int64 tensors. Semantics are NumPy's, stated
 per op; where ONNX differs (Reshape's 0, Slice's sentinels) the emitter
 bridges the gap.
+
+The type rules of ops with shape operands (reshape, expand, split, slice,
+range) also read symbolic operand values (``OpDef.symbolic_inputs``), so
+``reshape(x, concat(shape(x)[0], [-1]))`` of an ``f32[N,3,4]`` is
+``f32[N,12]``. A symbolic element of a shape operand is taken as a size
+(>= 0); only a static -1 asks reshape to infer a dim.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ir.ops.common import INT64, broadcast_shapes, check_dtype, normalize_axis, same_dtype
+from ir import symbolic as sym
+from ir.ops.common import INT64, broadcast_shapes, check_dtype, known_dims, normalize_axis, same_dtype
 from ir.ops.registry import Attr, OpDef, OpError, register
 from ir.types import TensorType, dims_compatible
 
@@ -25,22 +32,42 @@ def _static_length(t: TensorType, op: str, what: str) -> int:
 def _reshape_infer(types, attrs, consts):
     x, s = types
     k = _static_length(s, "reshape", "shape")
-    shape = consts[1]
-    if shape is None:
+    target = known_dims(consts[1])
+    if target is None:
         return [TensorType(x.dtype, (None,) * k)]
-    dims = [int(d) for d in shape]
-    if sum(d == -1 for d in dims) > 1 or any(d < -1 for d in dims):
-        raise OpError(f"reshape: bad target shape {dims}")
-    if -1 in dims:
-        known = int(np.prod([d for d in dims if d != -1]))
-        dims[dims.index(-1)] = x.size // known if x.size is not None and known else None
-    if x.size is not None and None not in dims and int(np.prod(dims)) != x.size:
+    static = [d for d in target if isinstance(d, int)]
+    if static.count(-1) > 1 or any(d < -1 for d in static):
+        raise OpError(f"reshape: bad target shape {list(target)}")
+    dims = list(target)
+    if -1 in static:
+        i = dims.index(-1)
+        dims[i] = _quotient(x.shape, dims[:i] + dims[i + 1:])
+    if x.size is not None and all(isinstance(d, int) for d in dims) and int(np.prod(dims)) != x.size:
         raise OpError(f"reshape: cannot reshape {x} to {dims}")
     return [TensorType(x.dtype, tuple(dims))]
 
 
+def _quotient(shape, known) -> "sym.Dim":
+    """The dim that -1 stands for: ``prod(shape) / prod(known)``, after
+    cancelling the dims the two share (so ``(N, 3, 4)`` to ``(N, -1)`` gives
+    12 whatever N is); a symbolic divisor must divide as a monomial. None
+    when unknown or a zero size makes it ambiguous."""
+    rest = list(shape)
+    divisor = []
+    for d in known:
+        if d in rest and not isinstance(d, int):
+            rest.remove(d)
+        else:
+            divisor.append(d)
+    numerator, denominator = sym.product(rest), sym.product(divisor)
+    if isinstance(denominator, int):  # a valid reshape divides exactly, so floor is exact
+        return sym.floordiv(numerator, denominator) if denominator > 0 else None
+    return sym.divide_exactly(numerator, denominator)
+
+
 register(OpDef("reshape", _reshape_infer, lambda a, at: [np.reshape(a[0], a[1].tolist())], 2,
-               doc="np.reshape(x, shape): -1 infers one dim, 0 is a zero-size dim (not ONNX's copy)"))
+               doc="np.reshape(x, shape): -1 infers one dim, 0 is a zero-size dim (not ONNX's copy)",
+               symbolic_inputs=True))
 
 
 # -- transpose, squeeze, unsqueeze --------------------------------------
@@ -87,7 +114,7 @@ register(OpDef("unsqueeze", _unsqueeze_infer, lambda a, at: [np.expand_dims(a[0]
 def _expand_infer(types, attrs, consts):
     x, s = types
     k = _static_length(s, "expand", "shape")
-    target = tuple(int(d) for d in consts[1]) if consts[1] is not None else (None,) * k
+    target = known_dims(consts[1]) or (None,) * k
     return [x.with_shape(broadcast_shapes([x.shape, target], "expand"))]
 
 
@@ -97,7 +124,8 @@ def _expand_eval(args, attrs):
 
 
 register(OpDef("expand", _expand_infer, _expand_eval, 2,
-               doc="broadcast x against shape (bidirectional, as ONNX Expand); PyTensor Alloc"))
+               doc="broadcast x against shape (bidirectional, as ONNX Expand); PyTensor Alloc",
+               symbolic_inputs=True))
 
 
 # -- concat, split ------------------------------------------------------
@@ -113,7 +141,7 @@ def _concat_infer(types, attrs, consts):
     for i in range(rank):
         dims = [t.shape[i] for t in types]
         if i == axis:
-            shape.append(sum(dims) if all(isinstance(d, int) for d in dims) else None)
+            shape.append(sym.total(dims))
         else:
             static = [d for d in dims if isinstance(d, int)]
             if len(set(static)) > 1:
@@ -132,7 +160,7 @@ def _split_infer(types, attrs, consts):
     if n != attrs["num_outputs"]:
         raise OpError(f"split: {n} sizes for {attrs['num_outputs']} outputs")
     axis = normalize_axis(attrs["axis"], x.rank, "split")
-    lens = [int(v) for v in consts[1]] if consts[1] is not None else [None] * n
+    lens = known_dims(consts[1]) or (None,) * n
     return [x.with_shape(x.shape[:axis] + (d,) + x.shape[axis + 1:]) for d in lens]
 
 
@@ -143,7 +171,7 @@ def _split_eval(args, attrs):
 
 register(OpDef("split", _split_infer, _split_eval, 2,
                attrs={"axis": Attr("int"), "num_outputs": Attr("int")},
-               doc="split x along axis into pieces of the given sizes (PyTensor Split)"))
+               doc="split x along axis into pieces of the given sizes (PyTensor Split)", symbolic_inputs=True))
 
 
 # -- slice --------------------------------------------------------------
@@ -158,13 +186,58 @@ def _slice_infer(types, attrs, consts):
         if _static_length(t, "slice", what) != n:
             raise OpError(f"slice: {what} has length {t.shape[0]}, axes has {n}")
     axes = [normalize_axis(a, x.rank, "slice") for a in attrs["axes"]]
+    bounds = [known_dims(c) or (None,) * n for c in consts[1:]]
     shape = list(x.shape)
     for j, a in enumerate(axes):
-        if all(c is not None for c in consts[1:]) and isinstance(x.shape[a], int):
-            shape[a] = len(range(*slice(int(consts[1][j]), int(consts[2][j]), int(consts[3][j])).indices(x.shape[a])))
-        else:
-            shape[a] = None
+        start, stop, step = (b[j] for b in bounds)
+        if step == 0:
+            raise OpError("slice: step must not be 0")
+        shape[a] = slice_length(x.shape[a], start, stop, step)
     return [x.with_shape(shape)]
+
+
+def slice_length(size, start, stop, step):
+    """``len(range(size)[start:stop:step])`` (Python's clamping, the IR's
+    INT64_MIN/MAX open ends) for dims ``size``, ``start``, ``stop`` and a
+    static ``step``: exact when all are ints, else a symbolic expression
+    (``max(N-1,0)`` for ``[1:]`` of ``N``) or None. A symbolic bound counts
+    as a non-negative index; a bound that may be negative gives None."""
+    if not isinstance(step, int) or step == 0:
+        return None
+    if all(isinstance(d, int) for d in (size, start, stop)):
+        return len(range(*slice(start, stop, step).indices(size)))
+    if step < 0:
+        whole = start in (INT64_MAX, -1) and stop == INT64_MIN
+        return sym.ceildiv(size, -step) if whole else None
+    return sym.ceildiv(_forward_span(size, start, stop), step)
+
+
+def _forward_span(size, start, stop):
+    """How many of ``range(size)`` lie in ``[start, stop)`` after Python's
+    clamping, for ``start, stop`` static (negative from the end, INT64_MAX
+    open) or symbolic non-negative indices. Static bounds get the closed
+    forms (``max(N-1,0)`` for ``[1:]``, ``min(N,3)`` for ``[-3:]``)."""
+    opened = isinstance(stop, int) and stop >= INT64_MAX // 2
+    if isinstance(start, int) and isinstance(stop, int) and (start < 0) == (stop < 0) and not opened:
+        if stop <= start:
+            return 0
+        tail = sym.maximum(sym.sub(size, start), 0) if start >= 0 else sym.maximum(sym.add(size, stop), 0)
+        return sym.minimum(tail, stop - start)
+    if isinstance(start, int) and start >= 0 and (opened or (isinstance(stop, int) and stop < 0)):
+        return sym.maximum(sym.sub(sym.add(size, 0 if opened else stop), start), 0)
+    if isinstance(start, int) and -INT64_MAX // 2 < start < 0 and opened:
+        return sym.minimum(size, -start)
+
+    def clamped(i):  # the index in [0, size] Python's slice makes of i
+        if isinstance(i, int) and i <= INT64_MIN // 2:
+            return 0
+        if isinstance(i, int) and i < 0:
+            return sym.maximum(sym.add(size, i), 0)
+        if isinstance(i, int) and i >= INT64_MAX // 2:
+            return size
+        return sym.minimum(i, size) if sym.is_nonnegative(i) else None
+
+    return sym.maximum(sym.sub(clamped(stop), clamped(start)), 0)
 
 
 def _slice_eval(args, attrs):
@@ -175,7 +248,7 @@ def _slice_eval(args, attrs):
     return [x[tuple(index)].copy()]
 
 
-register(OpDef("slice", _slice_infer, _slice_eval, 4, attrs={"axes": Attr("ints")},
+register(OpDef("slice", _slice_infer, _slice_eval, 4, attrs={"axes": Attr("ints")}, symbolic_inputs=True,
                doc="x[start:end:step] per axis, exactly Python's slice semantics (clamping included); "
                    "an open end is INT64_MAX (step > 0) or INT64_MIN (step < 0). ONNX Slice differs for "
                    "a negative step starting before the first element; the emitter bridges that"))
@@ -253,15 +326,21 @@ def _range_infer(types, attrs, consts):
     check_dtype(types[0], "if", "range")
     if any(t.rank != 0 for t in types):
         raise OpError("range: start, limit and delta must be scalars")
-    if all(c is not None for c in consts):
+    if all(c is not None and c.dtype != object for c in consts):
         n = len(np.arange(consts[0], consts[1], consts[2]))
         return [TensorType(dtype, (n,))]
-    return [TensorType(dtype, (None,))]
+    start, limit, delta = (known_dims(c) or (None,) for c in consts)
+    n = None
+    if dtype.is_int and isinstance(delta[0], int) and delta[0] > 0:
+        n = sym.maximum(sym.ceildiv(sym.sub(limit[0], start[0]), delta[0]), 0)
+    elif dtype.is_int and isinstance(delta[0], int) and delta[0] < 0:
+        n = sym.maximum(sym.ceildiv(sym.sub(start[0], limit[0]), -delta[0]), 0)
+    return [TensorType(dtype, (n,))]
 
 
 register(OpDef("range", _range_infer,
                lambda a, at: [np.arange(a[0], a[1], a[2]).astype(a[0].dtype)], 3,
-               doc="np.arange(start, limit, delta) in the inputs' dtype (PyTensor ARange)"))
+               doc="np.arange(start, limit, delta) in the inputs' dtype (PyTensor ARange)", symbolic_inputs=True))
 
 
 def _nonzero_infer(types, attrs, consts):

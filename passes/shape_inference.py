@@ -1,0 +1,127 @@
+"""``shape-inference``: give every value the most precise type its op's
+type rule can prove, symbolic dims included.
+
+One forward walk in program order (nested graphs first, where a node has
+them). At each node:
+
+1. the op's type rule (``OpDef.infer``, next to the op in ``ir/ops``) runs
+   on the current input types; ops with shape operands
+   (``OpDef.symbolic_inputs``: reshape, expand, slice, split, range) also get
+   what is known of those operands' values (``passes.shape_values``), so::
+
+       %s: i64[3] = shape(%x)                 (%x: f32[N,3,4])
+       %n: i64[] = gather(%s, %zero) {axis=0}
+       %u: i64[1] = unsqueeze(%n) {axes=[0]}
+       %t: i64[2] = concat(%u, %minus_one) {axis=0}
+       %y: f32[?,?] = reshape(%x, %t)    ->   %y: f32[N,12] = reshape(%x, %t)
+
+2. each output adopts, dim by dim, what is strictly more precise: an int
+   for a symbol, an expression or ``?``, and a symbol or an expression for
+   ``?``. A declared int is never changed: an inferred different int is a
+   contradiction and raises ``ShapeInferenceError`` (naming the value, both
+   types and the source line). A declared symbol or expression is kept (it
+   may be the user's name for the dim).
+
+3. the contents of small integer outputs are recorded for the nodes after.
+
+Graph inputs and constants keep their types. Each node is visited once and
+every symbolic operation is bounded (``ir.symbolic.MAX_TERMS``), so the pass
+is linear in graph size (``bench/bench_shape_inference.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ir import Graph, Node, TensorType, get_op
+from ir.ops.registry import OpError
+from ir.printer import format_graph
+from ir.types import Dim
+from passes.base import Pass, register_pass
+from passes.shape_values import ShapeValues
+
+
+class ShapeInferenceError(ValueError):
+    """A type rule contradicts a declared static dim or rejects the inputs
+    once their shapes are known. The message names the value, the declared
+    and the inferred types, and shows the node's line of IR.
+
+    Attributes:
+        node: the failing ``Node``.
+    """
+
+    def __init__(self, message: str, node: Node):
+        super().__init__(message)
+        self.node = node
+
+
+@register_pass
+@dataclass(frozen=True)
+class ShapeInference(Pass):
+    """Refine every value's type (see the module docstring); ``run`` returns
+    True if any type changed."""
+
+    name = "shape-inference"
+
+    def run(self, graph: Graph) -> bool:
+        return infer_shapes(graph, graph, ShapeValues())
+
+
+def infer_shapes(graph: Graph, root: Graph, values: ShapeValues) -> bool:
+    """Refine the types of ``graph``'s nodes in place (``root`` is the
+    outermost graph, for error messages); returns whether a type changed."""
+    changed = False
+    for node in graph:
+        for sub in node.subgraphs.values():
+            changed |= infer_shapes(sub, root, values)
+        changed |= _infer_node(node, root, values)
+        values.update(node)
+    return changed
+
+
+def _infer_node(node: Node, root: Graph, values: ShapeValues) -> bool:
+    opdef = get_op(node.op)
+    consts = [v.const for v in node.inputs]
+    if opdef.symbolic_inputs:
+        consts = [c if c is not None else values.array(v) for c, v in zip(consts, node.inputs)]
+    try:
+        inferred = opdef.infer_types([v.type for v in node.inputs], node.attrs, consts, node.subgraphs)
+    except OpError as e:
+        raise _error(node, root, f"the type rule rejects the inputs once their shapes are known: {e}") from None
+    changed = False
+    for i, (out, want) in enumerate(zip(node.outputs, inferred, strict=True)):
+        refined = _refine(out.type, want)
+        if refined is None:
+            raise _error(node, root, f"output {i} is declared {out.type} but its inputs give {want}")
+        if refined != out.type:
+            out.type = refined
+            changed = True
+    return changed
+
+
+def _refine(declared: TensorType, inferred: TensorType) -> TensorType | None:
+    """``declared`` with each dim made as precise as ``inferred``'s, or None
+    when they contradict (dtype, rank, or two different ints)."""
+    if declared == inferred:
+        return declared
+    if declared.dtype != inferred.dtype or declared.rank != inferred.rank:
+        return None
+    dims: list[Dim] = []
+    for d, i in zip(declared.shape, inferred.shape):
+        if isinstance(d, int):
+            if isinstance(i, int) and i != d:
+                return None
+            dims.append(d)
+        elif isinstance(i, int) or d is None:
+            dims.append(i)
+        else:
+            dims.append(d)
+    return TensorType(declared.dtype, tuple(dims))
+
+
+def _error(node: Node, root: Graph, why: str) -> ShapeInferenceError:
+    printed = format_graph(root)
+    line = printed.lines_of.get(node)
+    text = printed.lines[line].strip() if line is not None else node.op
+    where = f" (at {node.trace})" if node.trace else ""
+    return ShapeInferenceError(f"shape-inference: {node.op} node{where}: {why}\n  {text}", node)

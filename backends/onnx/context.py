@@ -3,13 +3,15 @@
 The context creates ONNX nodes and constants with names that are unique
 across the whole model (one namespace for graph inputs, initializers, node
 outputs and node names), and collects the nodes of the graph (or of a
-control-flow body) being built.
+control-flow body) being built. It also holds the emitter's options and the
+model-local ONNX functions the rules define (``call_function``).
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from dataclasses import dataclass
+from typing import Callable, Iterator
 
 import numpy as np
 import onnx_ir as oir
@@ -28,6 +30,44 @@ def onnx_value(name: str, t: TensorType) -> oir.Value:
     """A fully typed ONNX value called ``name`` for IR type ``t``: int dims stay
     static, named dims become ``dim_param``, ``None`` dims have neither."""
     return oir.val(name, onnx_dtype(t.dtype), list(t.shape))
+
+
+FUNCTION_DOMAIN = "pytensor_onnx"  # the domain of the model-local functions
+FUNCTION_DOMAIN_VERSION = 1
+
+
+@dataclass(frozen=True)
+class EmitOptions:
+    """Choices of ONNX form that ``emit_model`` leaves to the caller.
+
+    Attributes:
+        float64_conv: what to do with float64 ops whose onnxruntime CPU
+            kernel has no float64 version (Conv for ``conv`` and
+            ``convolve2d``, AveragePool for ``avg_pool``): ``"error"`` raises
+            ``EmitError``; ``"float32"`` casts in, computes in float32, casts
+            out and issues a ``UserWarning`` naming the op.
+        silu: ``"function"`` emits ``silu`` as a call of the model-local
+            function ``SiLU`` (domain ``pytensor_onnx``); ``"primitive"``
+            inlines its body.
+        gelu: the same for ``gelu`` (``Gelu``; ONNX's Gelu is opset 20).
+        max_pool_nan: ``"native"`` emits ``max_pool``/``global_max_pool`` as
+            MaxPool/GlobalMaxPool, whose result for a window holding NaN is
+            unspecified (see ``ir/ops/nn.py``); ``"propagate"`` adds a NaN
+            mask so that such windows give NaN, as ``np.max`` does.
+    """
+
+    float64_conv: str = "error"
+    silu: str = "function"
+    gelu: str = "function"
+    max_pool_nan: str = "native"
+
+    CHOICES = {"float64_conv": ("error", "float32"), "silu": ("function", "primitive"),
+               "gelu": ("function", "primitive"), "max_pool_nan": ("native", "propagate")}
+
+    def __post_init__(self):
+        for name, allowed in self.CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"emit option {name}={getattr(self, name)!r}: must be one of {allowed}")
 
 
 class Namer:
@@ -65,13 +105,20 @@ class EmitContext:
         nodes: the ONNX nodes built so far for the current graph or body.
         initializers: ONNX initializer values (IR constants and rule constants).
         node: the IR node being emitted (used for names and error messages).
+        options: the ``EmitOptions``.
+        opset: the model's default-domain opset (function bodies import it too).
+        functions: the model-local functions defined so far, by
+            ``(name, overload)``.
     """
 
-    def __init__(self, namer: Namer) -> None:
+    def __init__(self, namer: Namer, options: EmitOptions | None = None, opset: int = 18) -> None:
         self.namer = namer
         self.nodes: list[oir.Node] = []
         self.initializers: list[oir.Value] = []
         self.node: Node | None = None
+        self.options = options or EmitOptions()
+        self.opset = opset
+        self.functions: dict[tuple[str, str], oir.Function] = {}
         self._consts: dict[tuple, oir.Value] = {}
 
     # -- building blocks ----------------------------------------------------
@@ -114,6 +161,30 @@ class EmitContext:
         dtypes = ", ".join(str(v.dtype) for v in self.node.inputs)
         return EmitError(f"cannot emit IR op {self.node.op!r} ({dtypes}) as ONNX: {why}")
 
+    # -- model-local functions ------------------------------------------------
+    def call_function(self, name: str, overload: str, inputs: list[oir.Value],
+                      body: Callable[..., oir.Value]) -> oir.Value:
+        """A node calling the model-local function ``name`` (domain
+        ``FUNCTION_DOMAIN``, ``overload`` distinguishing bodies built for
+        different dtypes) on ``inputs``; returns its output.
+
+        On the first call for ``(name, overload)`` the function is defined:
+        ``body(fctx, *params)`` builds its nodes through ``fctx``, a
+        ``FunctionContext`` (same building blocks, with constants as Constant
+        nodes), and returns the function's output value.
+        """
+        key = (name, overload)
+        if key not in self.functions:
+            fctx = FunctionContext(self)
+            params = [oir.Value(name=fctx.namer.fresh(f"X{i}")) for i in range(len(inputs))]
+            result = body(fctx, *params)
+            graph = oir.Graph(params, [result], nodes=fctx.nodes, opset_imports={"": self.opset}, name=name)
+            self.functions[key] = oir.Function(FUNCTION_DOMAIN, name, overload, graph=graph, attributes=[])
+        out = oir.Value(name=self.namer.fresh(self._hint()))
+        self.nodes.append(oir.node(name, list(inputs), domain=FUNCTION_DOMAIN, overload=overload, outputs=[out],
+                                   name=self.namer.fresh(f"{name}_node")))
+        return out
+
     # -- control-flow bodies --------------------------------------------------
     @contextlib.contextmanager
     def body(self) -> Iterator[list[oir.Node]]:
@@ -141,3 +212,19 @@ class EmitContext:
         if self.node is None:
             return "tmp"
         return self.node.outputs[0].name if self.node.outputs and self.node.outputs[0].name else self.node.op
+
+
+class FunctionContext(EmitContext):
+    """Builds the body of a model-local function: like ``EmitContext``, but
+    with its own namespace and with constants (which a function cannot hold
+    as initializers) emitted as Constant nodes. Emission helpers written
+    against ``EmitContext`` work unchanged, so a function body is exactly
+    the primitive form of the same computation."""
+
+    def __init__(self, outer: EmitContext) -> None:
+        super().__init__(Namer(), outer.options, outer.opset)
+        self.functions = outer.functions
+
+    def initializer(self, array: np.ndarray, base: str) -> oir.Value:
+        """A Constant node holding ``array`` (functions have no initializers)."""
+        return self.op("Constant", value=oir.tensor(np.asarray(array, order="C")))

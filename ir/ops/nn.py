@@ -15,6 +15,7 @@ import scipy.signal
 import scipy.special
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ir import symbolic as sym
 from ir.ops.common import broadcast_shapes, check_dtype, same_dtype
 from ir.ops.elementwise import _unary
 from ir.ops.registry import Attr, OpDef, OpError, register
@@ -22,34 +23,48 @@ from ir.types import TensorType, dims_compatible
 
 # -- activations ---------------------------------------------------------
 _unary("relu", lambda x: np.maximum(x, np.zeros((), x.dtype)), "if",
-       doc="max(x, 0) (ONNX Relu); NaN propagates as in np.maximum")
-_unary("silu", lambda x: x * scipy.special.expit(x), "f",
-       doc="x * sigmoid(x) (SiLU / Swish); ONNX has no SiLU operator in opset 18")
-_unary("hard_swish", lambda x: x * np.clip(x / 6 + 0.5, 0, 1), "f",
-       doc="x * max(0, min(1, x/6 + 1/2)) (ONNX HardSwish)")
+       doc="max(x, 0) (ONNX Relu); NaN propagates; the sign of relu(-0.0) is unspecified, as in np.maximum")
+
+
+def _half_in_f32(fn):
+    """``fn(*arrays)`` computed in float32 when the first array is float16, with
+    the result rounded to float16 once: the float16 semantics of every fused
+    op here (onnxruntime's float16 activation kernels compute that way)."""
+    def wrapped(args, *rest):
+        dtype = args[0].dtype
+        if dtype != np.float16:
+            return np.asarray(fn(args, *rest), dtype=dtype)
+        wide = [a.astype(np.float32) if a.dtype == np.float16 else a for a in args]
+        return np.asarray(fn(wide, *rest), dtype=np.float32).astype(np.float16)
+    return wrapped
 
 
 def _activation(name: str, fn, attrs: dict[str, Attr], doc: str) -> OpDef:
+    """Register a float activation ``fn(x, attrs)``: computed in the input
+    dtype, float16 in float32 rounded once."""
     def infer(types, at, consts):
         check_dtype(types[0], "f", name)
         return [types[0]]
 
-    def evaluate(args, at):
-        return [np.asarray(fn(args[0], at), dtype=args[0].dtype)]
-
-    return register(OpDef(name, infer, evaluate, 1, attrs=attrs, doc=doc))
+    compute = _half_in_f32(lambda args, at: fn(args[0], at))
+    return register(OpDef(name, infer, lambda args, at: [compute(args, at)], 1, attrs=attrs, doc=doc))
 
 
 def _cst(x, value):
     return np.asarray(value, dtype=x.dtype)
 
 
+_activation("silu", lambda x, a: x * scipy.special.expit(x), {},
+            "x * sigmoid(x) (SiLU / Swish); ONNX has no SiLU operator in opset 18")
+_activation("hard_swish", lambda x, a: x * np.clip(x * _cst(x, 1 / 6) + _cst(x, 0.5), _cst(x, 0), _cst(x, 1)), {},
+            "x * clip(x * alpha + 1/2, 0, 1) with alpha = 1/6 rounded to the dtype (ONNX HardSwish, "
+            "as onnxruntime computes it: x * alpha, not x / 6); NaN propagates, -inf gives NaN")
 _activation("leaky_relu", lambda x, a: np.where(x > 0, x, _cst(x, a["alpha"]) * x),
-            {"alpha": Attr("float", 0.01)}, "x if x > 0 else alpha * x (ONNX LeakyRelu)")
+            {"alpha": Attr("float", 0.01)}, "x if x > 0 else alpha * x (ONNX LeakyRelu); NaN propagates")
 _activation("hard_sigmoid",
             lambda x, a: np.maximum(np.minimum(_cst(x, a["alpha"]) * x + _cst(x, a["beta"]), _cst(x, 1)), _cst(x, 0)),
             {"alpha": Attr("float", 0.2), "beta": Attr("float", 0.5)},
-            "max(0, min(1, alpha * x + beta)) (ONNX HardSigmoid)")
+            "max(0, min(1, alpha * x + beta)) (ONNX HardSigmoid); NaN propagates")
 
 
 def _gelu(x, a):
@@ -66,10 +81,10 @@ _activation("gelu", _gelu, {"approximate": Attr("str", "none", ("none", "tanh"))
 
 # -- window geometry -------------------------------------------------------
 def _spatial_out(size, kernel, stride, pad_begin, pad_end, dilation):
-    if not isinstance(size, int):
-        return None
+    """``(size + pads - extent) // stride + 1`` (ONNX Conv/pool output size,
+    floor mode); symbolic for a symbolic size (``(H-3)//2+1``)."""
     extent = (kernel - 1) * dilation + 1
-    return (size + pad_begin + pad_end - extent) // stride + 1
+    return sym.add(sym.floordiv(sym.add(size, pad_begin + pad_end - extent), stride), 1)
 
 
 def _window_attrs(x: TensorType, attrs, op: str, kernel=None):
@@ -126,7 +141,8 @@ def _conv_infer(types, attrs, consts):
     return [TensorType(dtype, (x.shape[0], m, *out))]
 
 
-def _conv_eval(args, attrs):
+@_half_in_f32
+def _conv_sums(args, attrs):
     x, w = args[:2]
     nsp = x.ndim - 2
     if attrs["flip"]:
@@ -139,17 +155,22 @@ def _conv_eval(args, attrs):
     red_w = [1] + list(range(2, 2 + nsp))
     parts = [np.tensordot(win[:, g * cg:(g + 1) * cg], w[g * mg:(g + 1) * mg], axes=(red_x, red_w))
              for g in range(group)]  # each (N, *out, mg)
-    y = np.moveaxis(np.concatenate(parts, axis=-1), -1, 1)
-    if len(args) == 3:
+    y = np.moveaxis(np.concatenate(parts, axis=-1), -1, 1).astype(x.dtype)
+    if len(args) == 3:  # the bias is added to the rounded sums, as conv(x, w) + b would be
         y = y + args[2].reshape((1, -1) + (1,) * nsp)
-    return [y.astype(x.dtype)]
+    return y
+
+
+def _conv_eval(args, attrs):
+    return [_conv_sums(args, attrs)]
 
 
 register(OpDef("conv", _conv_infer, _conv_eval, None,
                attrs={**_WINDOW_ATTRS, "group": Attr("int", 1), "flip": Attr("bool", False)},
                doc="N-d convolution over NCHW with groups, zero pads, strides, dilations and an optional "
                    "bias (ONNX Conv); flip=true flips the kernel's spatial axes first (true convolution, "
-                   "as PyTensor's convolve2d)"))
+                   "as PyTensor's convolve2d). The sums are rounded to the dtype, then the bias is added; "
+                   "float16 computes all of it in float32, rounded once"))
 
 
 # -- convolve2d (PyTensor's Blockwise(Convolve2d)) --------------------------
@@ -162,14 +183,12 @@ def _convolve2d_infer(types, attrs, consts):
     batch = broadcast_shapes([x.shape[:-2], k.shape[:-2]], "convolve2d")
     out = []
     for n, m in zip(x.shape[-2:], k.shape[-2:]):
-        if isinstance(n, int) and isinstance(m, int):
-            out.append(n + m - 1 if attrs["full"] else abs(n - m) + 1)
-        else:
-            out.append(None)
+        out.append(sym.sub(sym.add(n, m), 1) if attrs["full"] else sym.add(sym.absolute(sym.sub(n, m)), 1))
     return [TensorType(dtype, batch + tuple(out))]
 
 
-def _convolve2d_eval(args, attrs):
+@_half_in_f32
+def _convolve2d_planes(args, attrs):
     x, k = args
     batch = np.broadcast_shapes(x.shape[:-2], k.shape[:-2])
     xb = np.broadcast_to(x, batch + x.shape[-2:])
@@ -178,13 +197,20 @@ def _convolve2d_eval(args, attrs):
     planes = [scipy.signal.convolve2d(xb[i], kb[i], mode=mode) for i in np.ndindex(*batch)]
     out_hw = planes[0].shape if planes else _convolve2d_infer(
         [TensorType.of_array(x), TensorType.of_array(k)], attrs, [None, None])[0].shape[-2:]
-    return [np.asarray(planes, dtype=x.dtype).reshape(batch + tuple(out_hw))]
+    return np.asarray(planes, dtype=x.dtype).reshape(batch + tuple(out_hw))
+
+
+def _convolve2d_eval(args, attrs):
+    return [_convolve2d_planes(args, attrs)]
 
 
 register(OpDef("convolve2d", _convolve2d_infer, _convolve2d_eval, 2, attrs={"full": Attr("bool", False)},
                doc="2-D true convolution of the last two axes, batch axes broadcast "
                    "(PyTensor Blockwise(Convolve2d) = scipy.signal.convolve2d per batch element; "
-                   "valid mode swaps the operands when the kernel is larger)"))
+                   "valid mode swaps the operands when the kernel is larger; ints wrap; float16 "
+                   "computes in float32, rounded once). Padding zeros enter the products, so an inf "
+                   "in the kernel gives NaN there (PyTensor's own result depends on scipy's choice "
+                   "between direct and FFT convolution)"))
 
 
 # -- pad -------------------------------------------------------------------
@@ -197,7 +223,7 @@ def _pad_infer(types, attrs, consts):
     if len(pads) != 2 * x.rank or min(pads, default=0) < 0:
         raise OpError(f"pad: pads needs {2 * x.rank} non-negative entries, got {pads}")
     r = x.rank
-    return [x.with_shape(d + pads[i] + pads[i + r] if isinstance(d, int) else None for i, d in enumerate(x.shape))]
+    return [x.with_shape(sym.add(d, pads[i] + pads[i + r]) for i, d in enumerate(x.shape))]
 
 
 def _pad_eval(args, attrs):
@@ -218,6 +244,8 @@ def _pool_infer(name):
         check_dtype(x, "f" if name == "avg_pool" else "iuf", name)
         kernel, strides, dilations, pads = _window_attrs(x, attrs, name)
         nsp = x.rank - 2
+        if any(p >= kernel[i % nsp] for i, p in enumerate(pads)):
+            raise OpError(f"{name}: pads {pads} must be smaller than the kernel {kernel} (ONNX pooling)")
         out = [_spatial_out(x.shape[2 + i], kernel[i], strides[i], pads[i], pads[i + nsp], dilations[i])
                for i in range(nsp)]
         return [x.with_shape(x.shape[:2] + tuple(out))]
@@ -233,7 +261,8 @@ def _max_pool_eval(args, attrs):
     return [np.max(win, axis=axes).astype(x.dtype)]
 
 
-def _avg_pool_eval(args, attrs):
+@_half_in_f32
+def _avg_pool_mean(args, attrs):
     (x,) = args
     kernel, strides, dilations, pads = _window_attrs(TensorType.of_array(x), attrs, "avg_pool")
     win = _windows(x, kernel, strides, dilations, pads, 0)
@@ -244,18 +273,25 @@ def _avg_pool_eval(args, attrs):
     else:
         ones = np.ones((1, 1) + x.shape[2:], dtype=x.dtype)
         count = np.sum(_windows(ones, kernel, strides, dilations, pads, 0), axis=axes)
-    return [(total / np.asarray(count, dtype=x.dtype)).astype(x.dtype)]
+    return total / np.asarray(count, dtype=x.dtype)
+
+
+def _avg_pool_eval(args, attrs):
+    return [_avg_pool_mean(args, attrs)]
 
 
 register(OpDef("max_pool", _pool_infer("max_pool"), _max_pool_eval, 1,
                attrs={**_WINDOW_ATTRS, "kernel": Attr("ints")},
-               doc="max over windows; pads never win (ONNX MaxPool, ceil_mode=0); NaN propagates"))
+               doc="max over windows; pads never win (ONNX MaxPool, ceil_mode=0). A NaN in a window "
+                   "gives NaN here, but the result is unspecified: onnxruntime's MaxPool returns NaN only "
+                   "when the NaN is the last element it visits (the emitter's max_pool_nan option)"))
 register(OpDef("avg_pool", _pool_infer("avg_pool"), _avg_pool_eval, 1,
                attrs={**_WINDOW_ATTRS, "kernel": Attr("ints"), "count_include_pad": Attr("bool", False)},
-               doc="mean over windows, pads counted only with count_include_pad (ONNX AveragePool)"))
+               doc="mean over windows, pads counted only with count_include_pad (ONNX AveragePool); "
+                   "float16 computes in float32, rounded once"))
 
 
-def _global_pool(name, fn, allowed):
+def _global_pool(name, fn, allowed, doc):
     def infer(types, attrs, consts):
         (x,) = types
         check_dtype(x, allowed, name)
@@ -267,12 +303,14 @@ def _global_pool(name, fn, allowed):
         (x,) = args
         return [np.asarray(fn(x, axis=tuple(range(2, x.ndim)), keepdims=True), dtype=x.dtype)]
 
-    register(OpDef(name, infer, evaluate, 1, doc=f"np.{fn.__name__} over the spatial axes, kept as 1s "
-                                                  f"(ONNX Global{'Average' if fn is np.mean else 'Max'}Pool)"))
+    register(OpDef(name, infer, evaluate, 1, doc=doc))
 
 
-_global_pool("global_avg_pool", np.mean, "f")
-_global_pool("global_max_pool", np.max, "iuf")
+_global_pool("global_avg_pool", np.mean, "f",
+             "np.mean over the spatial axes, kept as 1s (float16 accumulates in float32) (ONNX GlobalAveragePool)")
+_global_pool("global_max_pool", np.max, "iuf",
+             "np.max over the spatial axes, kept as 1s (ONNX GlobalMaxPool); NaN handling is unspecified "
+             "as for max_pool")
 
 
 # -- batch norm, resize, gemm, flatten -------------------------------------
@@ -286,17 +324,22 @@ def _batch_norm_infer(types, attrs, consts):
     return [x]
 
 
-def _batch_norm_eval(args, attrs):
+@_half_in_f32
+def _batch_norm_formula(args, attrs):
     x, scale, bias, mean, var = args
     shape = (1, -1) + (1,) * (x.ndim - 2)
     eps = np.asarray(attrs["epsilon"], dtype=x.dtype)
-    y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps) * scale.reshape(shape) + bias.reshape(shape)
-    return [y.astype(x.dtype)]
+    return (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps) * scale.reshape(shape) + bias.reshape(shape)
+
+
+def _batch_norm_eval(args, attrs):
+    return [_batch_norm_formula(args, attrs)]
 
 
 register(OpDef("batch_norm", _batch_norm_infer, _batch_norm_eval, 5, attrs={"epsilon": Attr("float", 1e-5)},
                doc="inference batch norm over axis 1: (x - mean) / sqrt(var + eps) * scale + bias "
-                   "(ONNX BatchNormalization, training_mode=0)"))
+                   "(ONNX BatchNormalization, training_mode=0, which rounds differently); float16 "
+                   "computes in float32, rounded once"))
 
 
 def _resize_infer(types, attrs, consts):
@@ -304,7 +347,7 @@ def _resize_infer(types, attrs, consts):
     scales = attrs["scales"]
     if len(scales) != x.rank or min(scales, default=1) < 1:
         raise OpError(f"resize_nearest: needs {x.rank} integer scales >= 1, got {scales}")
-    return [x.with_shape(d * s if isinstance(d, int) else (d if s == 1 else None) for d, s in zip(x.shape, scales))]
+    return [x.with_shape(sym.mul(d, s) for d, s in zip(x.shape, scales))]
 
 
 def _resize_eval(args, attrs):
@@ -328,11 +371,16 @@ def _gemm_infer(types, attrs, consts):
         raise OpError(f"gemm: needs 2-D a, b and c of rank <= 2, got {a}, {b}, {c}")
     m = a.shape[1] if attrs["trans_a"] else a.shape[0]
     n = b.shape[0] if attrs["trans_b"] else b.shape[1]
-    broadcast_shapes([(m, n), c.shape], "gemm")
+    k_a, k_b = (a.shape[0] if attrs["trans_a"] else a.shape[1]), (b.shape[1] if attrs["trans_b"] else b.shape[0])
+    if not dims_compatible(k_a, k_b):
+        raise OpError(f"gemm: contracted dims differ: {a} and {b}")
+    if not all(d == 1 or dims_compatible(d, t) for d, t in zip(c.shape[::-1], (n, m))):
+        raise OpError(f"gemm: c {c} does not broadcast to ({m}, {n})")
     return [TensorType(dtype, (m, n))]
 
 
-def _gemm_eval(args, attrs):
+@_half_in_f32
+def _gemm_formula(args, attrs):
     a, b, c = args
     a = a.T if attrs["trans_a"] else a
     b = b.T if attrs["trans_b"] else b
@@ -340,13 +388,18 @@ def _gemm_eval(args, attrs):
     ab = a @ b
     ab = ab if attrs["alpha"] == 1 else alpha * ab
     cc = c if attrs["beta"] == 1 else beta * c
-    return [np.asarray(ab + cc, dtype=a.dtype)]
+    return ab + cc
+
+
+def _gemm_eval(args, attrs):
+    return [_gemm_formula(args, attrs)]
 
 
 register(OpDef("gemm", _gemm_infer, _gemm_eval, 3,
                attrs={"alpha": Attr("float", 1.0), "beta": Attr("float", 1.0),
                       "trans_a": Attr("bool", False), "trans_b": Attr("bool", False)},
-               doc="alpha * op(a) @ op(b) + beta * c, c broadcast to (M, N) (ONNX Gemm)"))
+               doc="alpha * op(a) @ op(b) + beta * c, c broadcast to (M, N) (ONNX Gemm); ints wrap "
+                   "(alpha and beta cast to the int dtype); float16 computes in float32, rounded once"))
 
 
 def _flatten_infer(types, attrs, consts):
@@ -355,12 +408,7 @@ def _flatten_infer(types, attrs, consts):
     if not 0 <= axis <= x.rank:
         raise OpError(f"flatten: axis {axis} out of range for {x}")
 
-    def prod(dims):
-        if len(dims) == 1:
-            return dims[0]
-        return int(np.prod(dims)) if all(isinstance(d, int) for d in dims) else None
-
-    return [x.with_shape((prod(x.shape[:axis]) if axis else 1, prod(x.shape[axis:]) if axis < x.rank else 1))]
+    return [x.with_shape((sym.product(x.shape[:axis]), sym.product(x.shape[axis:])))]
 
 
 def _flatten_eval(args, attrs):

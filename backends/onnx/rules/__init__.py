@@ -1,4 +1,5 @@
 """Emission rules, one module per op family. Importing this package
 registers every rule in ``backends.onnx.registry.EMITTERS``."""
 
-from backends.onnx.rules import arithmetic, elementwise, mathfn, reduction, shape, transcendental  # noqa: F401
+from backends.onnx.rules import (arithmetic, control_flow, elementwise, mathfn, nn, reduction,  # noqa: F401
+                                 shape, transcendental)

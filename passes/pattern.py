@@ -23,26 +23,37 @@ Pattern parts:
   swapped operand order. Inner ``Op`` patterns require their value to have a
   single use (so the rewrite leaves nothing duplicated); pass
   ``single_use=False`` to allow more. The root's node binds as ``m.root``.
+  ``rest=p`` lets the node have any number of further inputs, each matching
+  ``p`` (a variadic ``concat``; a ``conv`` with or without its bias).
+- ``AnyOf(*patterns)`` matches what any of ``patterns`` matches.
+
+Matching backtracks: when a later part fails, the earlier choices (the
+operand order of a commutative op, the alternative of an ``AnyOf``) are
+tried again, so ``(x + y) * x`` matches ``(b + a) * b``. A part with choices
+is tried at most once per combination of the choices around it; patterns are
+small, so this stays cheap.
 
 A rewrite ``fn(rw, m)`` returns the replacement value for the root, or a
-string saying why it declines. Every miss (pattern mismatch or decline) is
-logged at DEBUG level on the ``passes.pattern`` logger with the rule's name
-and where it was defined, and recorded in ``trace`` when one is passed to
-``apply_rules``. To see why a rule did not fire, use
-``logging.getLogger("passes.pattern").setLevel(logging.DEBUG)``.
+string saying why it declines (the nodes and constants it made are then
+removed). A mismatch says why each choice failed
+(operand orders and alternatives, joined by ``; ``). Every miss (pattern
+mismatch or decline) is logged at DEBUG level on the ``passes.pattern``
+logger with the rule's name and where it was defined, and recorded in
+``trace`` when one is passed to ``apply_rules``. To see why a rule did not
+fire, use ``logging.getLogger("passes.pattern").setLevel(logging.DEBUG)``.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
+import sys
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
-from ir import Graph, Node, Value
+from ir import Graph, Node, TensorType, Value
 from ir.ops import get_op
 
 log = logging.getLogger(__name__)
@@ -51,10 +62,13 @@ log = logging.getLogger(__name__)
 class Match:
     """The bindings of a successful match: ``m.x`` / ``m["x"]`` give the
     value (``Var``/``Const``) or node (named ``Op``) bound to ``x``;
-    ``m.root`` is the matched root node."""
+    ``m.root`` is the matched root node. ``outputs``, when given, is the set
+    of the graph's outputs (the driver keeps one, so that single-use checks
+    do not scan the output list)."""
 
-    def __init__(self, root: Node):
+    def __init__(self, root: Node, outputs: set[Value] | None = None):
         self.root = root
+        self.outputs = outputs
         self._bindings: dict[str, Any] = {}
 
     def __getitem__(self, name: str) -> Any:
@@ -81,10 +95,23 @@ class Match:
 
 class Pattern:
     """Base class of pattern parts. ``match(value, m)`` returns None on
-    success (recording bindings in ``m``) or the reason it failed."""
+    success (recording bindings in ``m``) or the reason it failed. A part
+    that can match in several ways (``Op`` of a commutative op, ``AnyOf``)
+    also overrides ``_solve``, which drives backtracking."""
 
     def match(self, value: Value, m: Match) -> str | None:  # pragma: no cover - abstract
         raise TypeError(f"{type(self).__name__} is not a pattern")
+
+    def _solve(self, value: Value, m: Match, then: Callable[[], str | None]) -> str | None:
+        """Match ``value``, then the rest of the pattern (``then()``); a part
+        with choices tries each until ``then()`` succeeds. Returns None or
+        the last reason for failing."""
+        why = self.match(value, m)
+        return why if why is not None else then()
+
+
+def _done() -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -122,6 +149,32 @@ def ConstEq(scalar: float | int | bool, name: str | None = None) -> Const:
 
 
 @dataclass(frozen=True)
+class AnyOf(Pattern):
+    """What any of ``alternatives`` matches, tried in order; if the rest of
+    the pattern fails under one, the next is tried (bindings made under the
+    failed one are undone)."""
+
+    alternatives: tuple[Pattern, ...]
+
+    def __init__(self, *alternatives: Pattern):
+        object.__setattr__(self, "alternatives", tuple(alternatives))
+
+    def match(self, value: Value, m: Match) -> str | None:
+        return self._solve(value, m, _done)
+
+    def _solve(self, value: Value, m: Match, then: Callable[[], str | None]) -> str | None:
+        reasons = []
+        for p in self.alternatives:
+            saved = dict(m._bindings)
+            why = p._solve(value, m, then)
+            if why is None:
+                return None
+            m._bindings = saved
+            reasons.append(why)
+        return "; ".join(dict.fromkeys(reasons)) or "no alternatives"
+
+
+@dataclass(frozen=True)
 class Op(Pattern):
     """A value produced by an ``op`` node whose inputs match ``inputs``.
 
@@ -133,6 +186,10 @@ class Op(Pattern):
         where: predicate on the node.
         single_use: (inner patterns) the value must have one use and not be a
             graph output.
+        rest: if given, the node may have any number of inputs beyond
+            ``inputs``, each matching ``rest`` (a variadic ``concat``, a
+            ``conv`` with or without its bias); a name in ``rest`` binds the
+            same value for all of them.
     """
 
     op: str
@@ -141,32 +198,41 @@ class Op(Pattern):
     attrs: dict[str, Any] = field(default_factory=dict)
     where: Callable[[Node], bool] | None = None
     single_use: bool = True
+    rest: Pattern | None = None
 
     def __init__(self, op: str, *inputs: Pattern, name: str | None = None, attrs: dict | None = None,
-                 where: Callable[[Node], bool] | None = None, single_use: bool = True):
+                 where: Callable[[Node], bool] | None = None, single_use: bool = True,
+                 rest: Pattern | None = None):
         object.__setattr__(self, "op", op)
         object.__setattr__(self, "inputs", tuple(inputs))
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "attrs", dict(attrs or {}))
         object.__setattr__(self, "where", where)
         object.__setattr__(self, "single_use", single_use)
+        object.__setattr__(self, "rest", rest)
 
     def __hash__(self) -> int:
         return hash((self.op, self.inputs, self.name))
 
     def match(self, value: Value, m: Match, *, root: bool = False) -> str | None:
-        node = value.producer
-        if node is None or node.op != self.op:
-            return f"%{value.name or '?'} is not produced by {self.op}"
-        if not root and self.single_use and (value.num_uses != 1 or _is_graph_output(value, node)):
-            return f"{self.op} result %{value.name or '?'} has other uses"
-        return self.match_node(node, m)
+        return self._solve(value, m, _done, root=root)
 
     def match_node(self, node: Node, m: Match) -> str | None:
         """Match ``node`` itself (the root's entry point)."""
+        return self._solve_node(node, m, _done)
+
+    def _solve(self, value: Value, m: Match, then: Callable[[], str | None], *, root: bool = False) -> str | None:
+        node = value.producer
+        if node is None or node.op != self.op:
+            return f"%{value.name or '?'} is not produced by {self.op}"
+        if not root and self.single_use and (value.num_uses != 1 or _is_graph_output(value, node, m.outputs)):
+            return f"{self.op} result %{value.name or '?'} has other uses"
+        return self._solve_node(node, m, then)
+
+    def _solve_node(self, node: Node, m: Match, then: Callable[[], str | None]) -> str | None:
         if len(node.outputs) != 1:
             return f"{node.op} has {len(node.outputs)} outputs"
-        if len(node.inputs) != len(self.inputs):
+        if len(node.inputs) != len(self.inputs) and (self.rest is None or len(node.inputs) < len(self.inputs)):
             return f"{node.op} has {len(node.inputs)} inputs, pattern has {len(self.inputs)}"
         for key, want in self.attrs.items():
             have = node.attrs.get(key)
@@ -175,28 +241,31 @@ class Op(Pattern):
                 return f"{node.op} attribute {key}={have!r} does not match"
         if self.where is not None and not self.where(node):
             return f"{node.op} node fails its constraint"
-        orders = [self.inputs]
-        if len(self.inputs) == 2 and get_op(self.op).commutative:
+        orders = [self.inputs + (self.rest,) * (len(node.inputs) - len(self.inputs))]
+        if len(self.inputs) == 2 and self.rest is None and get_op(self.op).commutative:
             orders.append(self.inputs[::-1])
-        why = None
+        reasons = []
         for order in orders:
             saved = dict(m._bindings)
-            why = _match_all(order, node.inputs, m)
+            why = _solve_all(order, node.inputs, m, lambda: m._bind(self.name, node) or then())
             if why is None:
-                return m._bind(self.name, node)
+                return None
             m._bindings = saved
-        return why
+            reasons.append(why)
+        return "; ".join(dict.fromkeys(reasons))  # why each operand order failed
 
 
-def _match_all(patterns: Sequence[Pattern], values: Sequence[Value], m: Match) -> str | None:
-    for p, v in zip(patterns, values):
-        why = p.match(v, m)
-        if why is not None:
-            return why
-    return None
+def _solve_all(patterns: Sequence[Pattern], values: Sequence[Value], m: Match,
+               then: Callable[[], str | None]) -> str | None:
+    """Match ``values`` one by one, then ``then()``; backtracks into earlier ones."""
+    if not patterns:
+        return then()
+    return patterns[0]._solve(values[0], m, lambda: _solve_all(patterns[1:], values[1:], m, then))
 
 
-def _is_graph_output(value: Value, node: Node) -> bool:
+def _is_graph_output(value: Value, node: Node, outputs: set[Value] | None) -> bool:
+    if outputs is not None:
+        return value in outputs
     return node.graph is not None and value in node.graph.outputs
 
 
@@ -214,6 +283,7 @@ class Rewriter:
         self.graph = graph
         self.root: Node | None = None
         self.created: list[Node] = []
+        self.created_constants: list[Value] = []
 
     def add(self, op: str, inputs: Sequence[Value], attrs: dict | None = None) -> Value:
         """A new single-output ``op(inputs){attrs}`` before the root; returns its
@@ -225,8 +295,11 @@ class Rewriter:
         return node.output
 
     def const(self, array, name: str = "const") -> Value:
-        """A new graph constant holding a copy of ``array``."""
-        return self.graph.add_constant(np.asarray(array), name)
+        """A new graph constant holding a copy of ``array`` (removed again if
+        the rewrite declines and nothing reads it)."""
+        value = self.graph.add_constant(np.asarray(array), name)
+        self.created_constants.append(value)
+        return value
 
 
 RewriteFn = Callable[[Rewriter, Match], "Value | str"]
@@ -245,8 +318,8 @@ class Rule:
 
     def __post_init__(self):
         if not self.defined_at:
-            frame = inspect.stack()[2]
-            object.__setattr__(self, "defined_at", f"{frame.filename}:{frame.lineno}")
+            frame = sys._getframe(2)  # __post_init__ <- __init__ <- the line building the rule
+            object.__setattr__(self, "defined_at", f"{frame.f_code.co_filename}:{frame.f_lineno}")
 
 
 class RuleSet:
@@ -278,9 +351,11 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
     """Apply ``rules`` to ``graph`` until none fires (a fixpoint).
 
     Every node is visited; after a rewrite, the readers of the replaced value
-    and the nodes the rewrite created are revisited, and nodes left dead are
-    erased. A replacement must have exactly the root's type (otherwise the
-    rewrite is undone and recorded as a miss).
+    and the nodes the rewrite created are revisited, nodes left dead are
+    erased, and the reader of a value left with a single use is revisited.
+    A replacement must have the root's type, or one that only makes unknown
+    dims known (``refines``); otherwise the rewrite is undone and recorded
+    as a miss.
 
     Args:
         graph: rewritten in place.
@@ -299,6 +374,7 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
     for rule in rules:
         by_op.setdefault(rule.pattern.op, []).append(rule)
     rw = Rewriter(graph)
+    outputs = set(graph.outputs)  # kept up to date: only replace_all_uses below changes them
     work = deque(n for n in graph if n.op in by_op)
     queued = set(work)
     budget = max_rewrites if max_rewrites is not None else 10 * len(graph) + 100
@@ -309,7 +385,7 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
         if node.graph is not graph:
             continue
         for rule in by_op.get(node.op, ()):
-            new = _try(rw, rule, node, trace)
+            new = _try(rw, rule, node, trace, outputs)
             if new is None:
                 continue
             budget -= 1
@@ -318,7 +394,12 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
             old = node.output
             touched = [use.node for use in old.uses()] + rw.created
             graph.replace_all_uses(old, new)
-            erase_dead(graph, [node])
+            if old in outputs:
+                outputs.discard(old)
+                outputs.add(new)
+            # A value that lost readers to the erasure may now be single-use:
+            # its remaining reader may match now.
+            touched += [v.uses()[0].node for v in erase_dead(graph, [node], outputs) if v.num_uses == 1]
             for n in touched:
                 if n not in queued and n.graph is graph and n.op in by_op:
                     queued.add(n)
@@ -328,14 +409,14 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
     return changed
 
 
-def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None) -> Value | None:
-    m = Match(node)
+def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None, outputs: set[Value]) -> Value | None:
+    m = Match(node, outputs)
     why = rule.pattern.match_node(node, m)
     result: Value | str | None = None
     if why is None:
-        rw.root, rw.created = node, []
+        rw.root, rw.created, rw.created_constants = node, [], []
         result = rule.rewrite(rw, m)
-        if isinstance(result, Value) and result.type != node.output.type:
+        if isinstance(result, Value) and not refines(result.type, node.output.type):
             result = f"replacement type {result.type} != {node.output.type}"
         why = result if isinstance(result, str) else None
     if why is not None:
@@ -343,21 +424,41 @@ def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None) -> Valu
         log.debug("rule %s (%s) did not fire on %s: %s", rule.name, rule.defined_at, label, why)
         if trace is not None:
             trace.append(Miss(rule.name, label, why))
-        erase_dead(rw.graph, reversed(rw.created))
-        rw.created = []
+        erase_dead(rw.graph, reversed(rw.created), outputs)
+        for c in rw.created_constants:
+            if not c.num_uses:
+                rw.graph.remove_constant(c)
+        rw.created, rw.created_constants = [], []
         return None
     log.debug("rule %s (%s) fired on %s", rule.name, rule.defined_at, node.op)
     return result
 
 
-def erase_dead(graph: Graph, nodes: Iterable[Node]) -> None:
+def refines(new: TensorType, old: TensorType) -> bool:
+    """Whether a replacement of type ``new`` may stand for a value of type
+    ``old``: the same dtype and rank, and every dim equal or unknown (``?``)
+    in ``old`` (a rewrite may know more, e.g. the batch dim a reshape lost)."""
+    return (new.dtype == old.dtype and new.rank == old.rank
+            and all(o is None or n == o for n, o in zip(new.shape, old.shape)))
+
+
+def erase_dead(graph: Graph, nodes: Iterable[Node], outputs: set[Value] | None = None) -> list[Value]:
     """Erase each of ``nodes`` that nothing reads, then their producers that
-    became dead (never a node whose results are used or are graph outputs)."""
-    outputs = set(graph.outputs)
+    became dead (never a node whose results are used or are graph outputs;
+    ``outputs``: the set of graph outputs, if the caller keeps one).
+
+    Returns:
+        The values that lost readers and are still there (graph inputs,
+        constants, outputs of nodes left in the graph); a value may repeat.
+    """
+    outputs = set(graph.outputs) if outputs is None else outputs
     stack = list(nodes)
+    freed: list[Value] = []
     while stack:
         n = stack.pop()
         if n.graph is not graph or any(out.num_uses or out in outputs for out in n.outputs):
             continue
+        freed.extend(n.inputs)
         stack.extend(v.producer for v in n.inputs if v.producer is not None)
         graph.erase(n)
+    return [v for v in freed if v.producer is None or v.producer.graph is graph]

@@ -1,0 +1,88 @@
+"""``gemm-fusion``: a 2-D matrix product plus a bias becomes ``gemm``
+(ONNX Gemm), transposed operands folded into its ``trans_a``/``trans_b``.
+
+Rules:
+
+1. matmul-add: ``add(matmul(a, b), c)`` in either operand order, with ``a``
+   and ``b`` of rank 2, the matmul read by nothing else, and ``c`` of rank
+   <= 2 broadcasting to the product's (M, N) without widening it (a bias
+   (N,), (1, N), (M, 1), (M, N) or a scalar)::
+
+       %h: f32[B,10] = matmul(%a, %W)
+       %y: f32[B,10] = add(%h, %b)          (%b: f32[10])
+     ->
+       %y: f32[B,10] = gemm(%a, %W, %b) {alpha=1.0, beta=1.0, trans_a=false, trans_b=false}
+
+2. gemm-transpose: a ``gemm`` operand that is ``transpose{perm=[1, 0]}(v)``
+   reads ``v`` with the matching flag flipped (a dense layer stored (out,
+   in), ``x @ W.T``)::
+
+       %t: f32[64,10] = transpose(%Wt) {perm=[1, 0]}
+       %y: f32[B,10] = gemm(%a, %t, %b) {..., trans_b=false}
+     ->
+       %y: f32[B,10] = gemm(%a, %Wt, %b) {..., trans_b=true}
+
+Batched products (rank > 2), a matmul with other readers and a ``c`` that
+broadcasts the product to a larger shape are left alone. Exact: ``gemm``
+with alpha = beta = 1 is the IR's ``matmul`` then ``add`` (the emitter keeps
+that meaning, bridging dtypes onnxruntime's Gemm lacks); a transpose is
+data movement. The transpose stays for its other readers, if any. One
+visit per add and gemm node, O(1) work each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ir import Graph, Value
+from passes.base import Pass, register_pass
+from passes.dim_facts import dim_source
+from passes.pattern import Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
+
+
+def matmul_add(rw: Rewriter, m: Match) -> Value | str:
+    """add(matmul(a, b), c) -> gemm(a, b, c) (rule 1)."""
+    a, b, c, product = m.a, m.b, m.c, m.matmul.output
+    if a.rank != 2 or b.rank != 2:
+        return f"not a 2-D product: {a.type} @ {b.type}"
+    if c.rank > 2:
+        return f"the addend {c.type} has rank > 2"
+    dims = [dim_source(product, i) for i in range(2)]
+    for i, d in enumerate(c.shape):
+        facing = dims[i + 2 - c.rank]
+        if d != 1 and dim_source(c, i) != facing:
+            return f"the addend {c.type} does not broadcast to the product {product.type} unchanged"
+    return rw.add("gemm", [a, b, c])
+
+
+def fold_transpose(rw: Rewriter, m: Match) -> Value | str:
+    """gemm(transpose(a), ...) -> gemm{trans_a flipped}(a, ...) (rule 2)."""
+    node = m.root
+    inputs, attrs = list(node.inputs), dict(node.attrs)
+    for i, flag in enumerate(("trans_a", "trans_b")):
+        t = inputs[i].producer
+        if t is not None and t.op == "transpose" and tuple(t.attrs["perm"]) == (1, 0):
+            inputs[i] = t.inputs[0]
+            attrs[flag] = not attrs[flag]
+    if inputs == list(node.inputs):
+        return "no operand is a 2-D transpose"
+    return rw.add("gemm", inputs, attrs)
+
+
+RULES = RuleSet([
+    # add(matmul(a, b), c) -> gemm(a, b, c), either order, c a bias broadcasting to (M, N)
+    Rule("matmul-add", Op("add", Op("matmul", Var("a"), Var("b"), name="matmul"), Var("c")), matmul_add),
+    # gemm(transpose(a), transpose(b), c) -> gemm{trans_a, trans_b}(a, b, c)
+    Rule("gemm-transpose", Op("gemm", Var(), Var(), Var()), fold_transpose),
+])
+
+
+@register_pass
+@dataclass(frozen=True)
+class GemmFusion(Pass):
+    """Fuse 2-D matmul plus bias into gemm (see the module docstring)."""
+
+    name = "gemm-fusion"
+
+    def run(self, graph: Graph) -> bool:
+        return apply_rules(graph, RULES)

@@ -1,0 +1,537 @@
+"""``pool-recovery``: pooling spelled with reshapes, strided slices, maxima
+and sums becomes ``max_pool`` / ``avg_pool`` / ``global_max_pool`` /
+``global_avg_pool`` (ONNX MaxPool, AveragePool, GlobalMaxPool,
+GlobalAveragePool).
+
+``x`` is ``(N, C, *spatial)`` with static C and spatial dims (the batch may
+be symbolic); shown for 2-D, any number of spatial axes works. Rules:
+
+1. reshape-max: the max over the window axes of a reshape that splits each
+   spatial axis into (size/k, k) is a k x k max pool with stride k. With a
+   symbolic batch the reshape target is computed at run time; the types
+   prove it (the static dims after the batch agree, so the element count
+   fixes the batch)::
+
+       %r: f32[N,16,14,2,14,2] = reshape(%x, %s)        (%x: f32[N,16,28,28])
+       %y: f32[N,16,14,14] = reduce_max(%r) {axes=[3, 5], keepdims=false}
+     ->
+       %y: f32[N,16,14,14] = max_pool(%x) {kernel=[2, 2], strides=[2, 2], ...}
+
+   A crop to a multiple of k before the reshape (``x[:, :, :h//k*k, :w//k*k]``)
+   is dropped: MaxPool's floor mode ignores the remainder as the crop did.
+
+2. window-mean: ``sum / count`` or ``sum * (1/count)`` of the same reshape
+   summed over the window axes, ``count = prod(k)``, is ``avg_pool``. The sum
+   may be computed in a wider dtype and cast back (PyTensor sums float32 in
+   float64)::
+
+       %w: f64[N,16,14,2,14,2] = cast(%r) {to=f64}
+       %s: f64[N,16,14,14] = reduce_sum(%w) {axes=[3, 5], keepdims=false}
+       %n: f32[N,16,14,14] = cast(%s) {to=f32}
+       %y: f32[N,16,14,14] = div(%n, %four)
+     ->
+       %y: f32[N,16,14,14] = avg_pool(%x) {kernel=[2, 2], strides=[2, 2], ...}
+
+3. strided-max: a tree of ``maximum`` nodes (any shape and order) whose
+   leaves include strided slices of one x at every offset of a full
+   k1 x k2 grid, all with the same steps and lengths, is a max pool with
+   kernel (k1, k2) and the slices' steps as strides (then ``maximum`` with
+   the other leaves, if any, e.g. the 0 of a ReLU). Slices that start past 0
+   or stop early pool a crop of x::
+
+       %a: f32[N,C,4,4] = slice(%x, [0, 0], [max, max], [2, 2]) {axes=[2, 3]}
+       ... %b, %c, %d at offsets [0, 1], [1, 0], [1, 1] ...
+       %y: f32[N,C,4,4] = maximum(maximum(%a, %b), maximum(%c, %d))
+     ->
+       %y: f32[N,C,4,4] = max_pool(%x) {kernel=[2, 2], strides=[2, 2], ...}
+
+4. strided-mean: the sum of such slices (an ``add`` tree with no other
+   leaves) divided by their number is ``avg_pool``.
+
+5. global-max / global-mean: ``reduce_max`` or the mean over all spatial
+   axes of an x with at least two (rank >= 4: the mean over the last axis
+   of a (batch, time, feature) tensor is a LayerNorm's, not a pool) is
+   ``global_max_pool`` / ``global_avg_pool``, followed by a ``squeeze`` of
+   the spatial axes when the reduction did not keep them;
+   ``unsqueeze(squeeze(global pool))`` of the same axes is the pool::
+
+       %y: f32[N,C] = reduce_max(%x) {axes=[2, 3], keepdims=false}
+     ->
+       %g: f32[N,C,1,1] = global_max_pool(%x)
+       %y: f32[N,C] = squeeze(%g) {axes=[2, 3]}
+
+6. pad-into-pool: ``max_pool`` of a constant pad with -inf (the dtype's
+   minimum for integers) on the spatial axes only takes the pads itself,
+   when each pad stays smaller than the kernel (ONNX requires it; then
+   every window holds a real element, so the pad never wins). With rule 3
+   this recovers YOLO's SPPF, the max of k x k shifted slices of a padded
+   x::
+
+       %p: f32[N,C,32,32] = pad(%x, %minus_inf) {pads=[0, 0, 2, 2, 0, 0, 2, 2]}
+       %y: f32[N,C,28,28] = max_pool(%p) {kernel=[5, 5], strides=[1, 1], ...}
+     ->
+       %y: f32[N,C,28,28] = max_pool(%x) {kernel=[5, 5], pads=[2, 2, 2, 2], strides=[1, 1], ...}
+
+Semantics. Max pools compute what the maxima computed, except the sign of
+a zero maximum, which follows the evaluation order (as ``np.maximum``'s
+does), and NaN: ``np.maximum`` and the IR's ``max_pool`` propagate every
+NaN, while onnxruntime's MaxPool and GlobalMaxPool skip a NaN in most
+window positions (measured with onnxruntime 1.31 in
+``tests/passes/test_pool_recovery.py``); compile with the emitter option
+``max_pool_nan="propagate"`` to keep PyTensor's NaNs. Average pools add the
+window in another order and, with ``narrow_sums``, in the input dtype where
+PyTensor summed in a wider one (float32 in float64): results differ by the
+rounding of a k*k-term sum (a few ulps; PyTensor vs onnxruntime within
+1e-6 relative in float32 on the tests' data). Average pools are not made
+for float64 (``RECOVERED_DTYPES``): onnxruntime has no float64 AveragePool,
+and the float64 mean form runs exactly as it is. Nodes left dead (the reshape and
+its run-time shape computation) are erased. Each node is visited once per
+change of its inputs and a tree is walked only from its root: linear.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from ir import DType, Graph, Node, Value
+from passes.base import Pass, register_pass
+from passes.dim_facts import elements, known_shape
+from passes.pattern import Const, Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
+
+OPEN_END = 2 ** 62  # slice ends at least this large are "to the end" (PyTensor writes INT64_MAX)
+
+# The dtypes each op is recovered for: max pools of any number type (the
+# emitter bridges what onnxruntime's MaxPool lacks exactly); average pools
+# of float16/float32 only: onnxruntime has no float64 AveragePool (the
+# emitter's float64 policy would compute in float32) while the float64 mean
+# form runs exactly as it is.
+RECOVERED_DTYPES = {
+    "max_pool": {d for d in DType if d != DType.BOOL},
+    "global_max_pool": {d for d in DType if d != DType.BOOL},
+    "avg_pool": {DType.FLOAT16, DType.FLOAT32},
+    "global_avg_pool": {DType.FLOAT16, DType.FLOAT32, DType.FLOAT64},
+}
+
+
+# -- small helpers ---------------------------------------------------------
+def _only_use(value: Value, shape_reads: bool = False) -> bool:
+    """``value`` has exactly one reader (besides ``shape`` nodes, with
+    ``shape_reads``: PyTensor's mean divides by a count read off the shape)
+    and is not a graph output."""
+    node = value.producer
+    readers = [u for u in value.uses() if not (shape_reads and u.node.op == "shape")]
+    return len(readers) == 1 and not (node is not None and node.graph is not None and value in node.graph.outputs)
+
+
+def _producer(value: Value, op: str, single_use: bool = True) -> Node | None:
+    node = value.producer
+    if node is None or node.op != op or (single_use and not _only_use(value)):
+        return None
+    return node
+
+
+def _static(dims) -> bool:
+    return all(isinstance(d, int) and d > 0 for d in dims)
+
+
+def _check_dtype(op: str, x: Value) -> str | None:
+    if x.dtype not in RECOVERED_DTYPES[op]:
+        return f"{op} is not recovered for {x.dtype} (see RECOVERED_DTYPES)"
+    return None
+
+
+def _tree_leaves(root: Value, op: str) -> list[Value]:
+    """The operands of the ``op`` tree rooted at ``root``, left to right;
+    inner ``op`` nodes must have no reader but their parent."""
+    leaves, stack = [], [root]
+    while stack:
+        v = stack.pop()
+        node = v.producer
+        if node is not None and node.op == op and (v is root or _only_use(v)):
+            stack.extend(reversed(node.inputs))
+        else:
+            leaves.append(v)
+    return leaves
+
+
+def _crop(rw: Rewriter, x: Value, bounds: dict[int, tuple[int, int]]) -> Value:
+    """``x[..., start:stop, ...]`` on the axes of ``bounds`` (axis -> (start, stop))."""
+    if not bounds:
+        return x
+    axes = sorted(bounds)
+    arr = lambda vals: rw.const(np.array(vals, dtype=np.int64), "crop")  # noqa: E731
+    return rw.add("slice", [x, arr([bounds[a][0] for a in axes]), arr([bounds[a][1] for a in axes]),
+                            arr([1] * len(axes))], {"axes": axes})
+
+
+def _window_pool(rw: Rewriter, op: str, x: Value, kernel, strides, starts, lengths) -> Value | str:
+    """``op`` with ``kernel`` and ``strides`` whose window ``j`` on spatial
+    axis ``i`` starts at ``starts[i] + j * strides[i]``, ``lengths[i]``
+    windows: a pool of ``x``, cropped where the pool alone would not give
+    exactly those windows."""
+    why = _check_dtype(op, x)
+    if why:
+        return why
+    dims = known_shape(x)
+    bounds = {}
+    for i, (k, s, b, n) in enumerate(zip(kernel, strides, starts, lengths)):
+        if b != 0 or (dims[2 + i] - k) // s + 1 != n:
+            bounds[2 + i] = (b, b + (n - 1) * s + k)
+    return rw.add(op, [_crop(rw, x, bounds)], {"kernel": list(kernel), "strides": list(strides)})
+
+
+# -- reshape windows (rules 1 and 2) -----------------------------------------
+class Window(NamedTuple):
+    """A pooling window read off a reshape: the source, kernel (= strides)
+    and number of windows per spatial axis."""
+
+    x: Value
+    kernel: tuple[int, ...]
+    lengths: tuple[int, ...]
+
+
+def reshape_window(reshaped: Value, axes) -> Window | str:
+    """The window of ``reshaped = reshape(x)`` reduced over ``axes``, when
+    the reshape splits each spatial axis of ``x`` (N, C, *S) into
+    (S_i/k_i, k_i) and ``axes`` are the k_i axes; else why not."""
+    x = reshaped.producer.inputs[0]
+    xs, rs = known_shape(x), known_shape(reshaped)
+    nsp = x.rank - 2
+    if nsp < 1 or reshaped.rank != 2 + 2 * nsp:
+        return f"reshape {x.type} -> {reshaped.type} does not split each spatial axis in two"
+    if sorted(axes) != [3 + 2 * i for i in range(nsp)]:
+        return f"reduces axes {list(axes)}, not the window axes {[3 + 2 * i for i in range(nsp)]}"
+    if not _static(xs[1:]) or not _static(rs[1:]):
+        return f"channel and spatial dims of {x.type} -> {reshaped.type} are not static"
+    kernel, lengths = tuple(rs[3::2]), tuple(rs[2::2])
+    if rs[1] != xs[1] or any(n * k != d for n, k, d in zip(lengths, kernel, xs[2:])):
+        return f"reshape {x.type} -> {reshaped.type} is not a split of the spatial axes"
+    if isinstance(xs[0], int) and isinstance(rs[0], int) and xs[0] != rs[0]:
+        return "the reshape changes the batch"
+    # Otherwise the element count fixes the output batch: the other dims agree and are nonzero.
+    return Window(_uncropped(x, kernel, lengths), kernel, lengths)
+
+
+def _uncropped(x: Value, kernel, lengths) -> Value:
+    """The source of a crop ``x = src[:, :, :a, :b]`` that floor-mode pooling
+    with stride = kernel makes implicit, else ``x``."""
+    node = x.producer
+    if node is None or node.op != "slice" or not all(v.const is not None for v in node.inputs[1:]):
+        return x
+    src = node.inputs[0]
+    dims = known_shape(src)
+    if not _static(dims[2:]):
+        return x
+    starts, stops, steps = (v.const.tolist() for v in node.inputs[1:])
+    for a, b, e, s in zip(node.attrs["axes"], starts, stops, steps):
+        a %= src.rank
+        if a < 2 or s != 1 or range(*slice(b, e, s).indices(dims[a])) != range(lengths[a - 2] * kernel[a - 2]):
+            return x
+        if (dims[a] - kernel[a - 2]) // kernel[a - 2] + 1 != lengths[a - 2]:
+            return x
+    return src
+
+
+def reshape_max(rw: Rewriter, m: Match) -> Value | str:
+    """reduce_max{window axes}(reshape(x)) -> max_pool(x) (rule 1)."""
+    w = reshape_window(m.reshape.output, m.root.attrs["axes"])
+    if isinstance(w, str):
+        return w
+    return _window_pool(rw, "max_pool", w.x, w.kernel, w.kernel, (0,) * len(w.kernel), w.lengths)
+
+
+# -- strided slices (rules 3 and 4) ------------------------------------------
+class Strided(NamedTuple):
+    """A slice of ``x`` read as a window offset: per spatial axis its start,
+    and the group key (x, steps, lengths) slices of one pool share."""
+
+    x: Value
+    steps: tuple[int, ...]
+    lengths: tuple[int, ...]
+    starts: tuple[int, ...]
+
+
+def strided_slice(value: Value) -> Strided | None:
+    """``value`` as a slice of the spatial axes of some x with constant
+    bounds and positive steps (other axes untouched), else None."""
+    node = value.producer
+    if node is None or node.op != "slice" or not all(v.const is not None for v in node.inputs[1:]):
+        return None
+    x = node.inputs[0]
+    dims = known_shape(x)
+    if x.rank < 3 or not _static(dims[2:]):
+        return None
+    spans = {a: range(d) for a, d in enumerate(dims) if a >= 2}
+    starts, stops, steps = (v.const.tolist() for v in node.inputs[1:])
+    for a, b, e, s in zip(node.attrs["axes"], starts, stops, steps):
+        a %= x.rank
+        if a >= 2:
+            spans[a] = range(*slice(b, e, s).indices(dims[a]))
+        elif not (b == 0 and s == 1 and e >= (dims[a] if isinstance(dims[a], int) else OPEN_END)):
+            return None  # the batch or channel axis is cut
+    if any(r.step < 1 or len(r) == 0 for r in spans.values()):
+        return None
+    order = sorted(spans)
+    return Strided(x, tuple(spans[a].step if len(spans[a]) > 1 else 1 for a in order),
+                   tuple(len(spans[a]) for a in order), tuple(spans[a].start for a in order))
+
+
+def grid_kernel(offsets: set[tuple[int, ...]]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(base, kernel) when ``offsets`` is every point of a box
+    base + [0, k1) x [0, k2) x ..., with at least two points; else None."""
+    if len(offsets) < 2:
+        return None
+    base = tuple(min(c) for c in zip(*offsets))
+    kernel = tuple(max(c) - b + 1 for c, b in zip(zip(*offsets), base))
+    return (base, kernel) if len(offsets) == int(np.prod(kernel)) else None
+
+
+def _grids(leaves: list[Value]) -> tuple[list[tuple[Strided, tuple, tuple]], list[Value]]:
+    """Split ``leaves`` into full grids of strided slices (group, base,
+    kernel) and the other leaves, keeping first-seen order."""
+    groups: dict[tuple, list[tuple[Value, Strided | None]]] = {}
+    for leaf in leaves:
+        s = strided_slice(leaf)
+        groups.setdefault((s.x, s.steps, s.lengths) if s else (leaf,), []).append((leaf, s))
+    grids, rest = [], []
+    for members in groups.values():
+        first = members[0][1]
+        found = grid_kernel({s.starts for _, s in members}) if first is not None else None
+        if found is None:
+            rest.extend(leaf for leaf, _ in members)
+        else:
+            grids.append((first, *found))
+    return grids, rest
+
+
+def strided_max(rw: Rewriter, m: Match) -> Value | str:
+    """maximum tree over a full grid of strided slices -> max_pool (rule 3)."""
+    out = m.root.output
+    if _only_use(out) and out.uses()[0].node.op == "maximum":
+        return "inside a larger maximum tree (its root is rewritten)"
+    grids, rest = _grids(_tree_leaves(out, "maximum"))
+    if not grids:
+        return "no full grid of strided slices of one value among the maximum's operands"
+    terms = []
+    for s, base, kernel in grids:
+        pooled = _window_pool(rw, "max_pool", s.x, kernel, s.steps, base, s.lengths)
+        if isinstance(pooled, str):
+            return pooled
+        terms.append(pooled)
+    result = terms[0]
+    for v in terms[1:] + rest:
+        result = rw.add("maximum", [result, v])
+    return result
+
+
+# -- means (rules 2, 4 and 5) ------------------------------------------------
+class Sum(NamedTuple):
+    """A sum being averaged: the reduced source, the reduce node (None for an
+    add tree), whether it is widened, and whether the reduced axes were put
+    back by an unsqueeze (keepdims)."""
+
+    source: Value
+    reduce: Node | None
+    widened: bool
+    kept: tuple[int, ...] | None
+
+
+def sum_of(total: Value) -> Sum | str:
+    """Read ``[unsqueeze](cast(reduce_sum(cast(source))))``, casts optional,
+    or an ``add`` tree (source = total), every inner value single-use."""
+    if not _only_use(total):
+        return "the sum has other readers"
+    v, kept = total, None
+    node = _producer(v, "unsqueeze")
+    if node is not None:
+        v, kept = node.inputs[0], tuple(sorted(a % total.rank for a in node.attrs["axes"]))
+    node = _producer(v, "cast")
+    if node is not None:
+        v = node.inputs[0]
+    reduce = _producer(v, "reduce_sum")
+    if reduce is None:
+        return Sum(total, None, False, None) if kept is None and _producer(total, "add", False) else \
+            f"%{total.name or '?'} is not a reduce_sum or an add tree"
+    if reduce.attrs["keepdims"]:
+        return "the reduce_sum keeps its axes"
+    source = reduce.inputs[0]
+    cast = _producer(source, "cast")
+    if cast is not None:
+        source = cast.inputs[0]
+    if source.dtype != total.dtype:
+        return f"the sum of {source.type} ends as {total.dtype}"
+    if not reduce.inputs[0].dtype.is_float or reduce.inputs[0].dtype.numpy.itemsize < source.dtype.numpy.itemsize:
+        return f"the sum is computed in {reduce.inputs[0].dtype}, narrower than {source.dtype}"
+    return Sum(source, reduce, reduce.inputs[0].dtype != source.dtype, kept)
+
+
+def _count(value: Value) -> int | float | None:
+    """The one value every element of ``value`` holds, if known."""
+    if value.const is not None:
+        flat = value.const.reshape(-1)
+        return flat[0].item() if flat.size and np.all(flat == flat[0]) else None
+    el = elements(value)
+    return el[0] if el and all(e == el[0] for e in el) and isinstance(el[0], (int, float)) else None
+
+
+def _mean(rw: Rewriter, m: Match, count: int | float, narrow_sums: bool) -> Value | str:
+    """``m.total / count`` as a pool (rules 2, 4 and 5)."""
+    s = sum_of(m.total)
+    if isinstance(s, str):
+        return s
+    if s.widened and not narrow_sums:
+        return "the sum is computed in a wider dtype than AveragePool's (narrow_sums=False)"
+    x = s.source
+    if s.reduce is None:  # rule 4: an add tree of strided slices
+        grids, rest = _grids(_tree_leaves(x, "add"))
+        if len(grids) != 1 or rest:
+            return "the add tree is not exactly a full grid of strided slices of one value"
+        g, base, kernel = grids[0]
+        if count != int(np.prod(kernel)):
+            return f"divides by {count}, not by the {int(np.prod(kernel))} slices summed"
+        return _window_pool(rw, "avg_pool", g.x, kernel, g.steps, base, g.lengths)
+    axes = tuple(sorted(a % x.rank for a in s.reduce.attrs["axes"]))
+    w = None
+    if s.kept is None and x.producer is not None and x.producer.op == "reshape" and _only_use(x, shape_reads=True):
+        w = reshape_window(x, axes)  # rule 2
+    if isinstance(w, Window):
+        if count != int(np.prod(w.kernel)):
+            return f"divides by {count}, not by the window size {int(np.prod(w.kernel))}"
+        return _window_pool(rw, "avg_pool", w.x, w.kernel, w.kernel, (0,) * len(w.kernel), w.lengths)
+    return _global(rw, "global_avg_pool", x, axes, s.kept, count)
+
+
+def _global(rw: Rewriter, op: str, x: Value, axes: tuple[int, ...], kept, count=None) -> Value | str:
+    """``op(x)`` for a reduction of ``x`` over ``axes``, squeezed unless
+    ``kept`` (the axes an unsqueeze put back) are those axes (rule 5)."""
+    spatial = tuple(range(2, x.rank))
+    if x.rank < 4:
+        return f"{x.type} has fewer than two spatial axes (a LayerNorm's mean, not a pool)"
+    if axes != spatial:
+        return f"reduces axes {list(axes)} of {x.type}, not the spatial axes {list(spatial)}"
+    if kept is not None and kept != spatial:
+        return f"puts back axes {list(kept)}, not {list(spatial)}"
+    if count is not None:
+        dims = known_shape(x)[2:]
+        if not _static(dims):
+            return f"the spatial dims of {x.type} are not static"
+        if count != int(np.prod(dims)):
+            return f"divides by {count}, not by the {int(np.prod(dims))} spatial elements"
+    why = _check_dtype(op, x)
+    if why:
+        return why
+    pooled = rw.add(op, [x])
+    return pooled if kept else rw.add("squeeze", [pooled], {"axes": list(spatial)})
+
+
+def mean_div(rw: Rewriter, m: Match, narrow_sums: bool) -> Value | str:
+    """sum / count -> avg_pool or global_avg_pool."""
+    count = _count(m.count)
+    if count is None:
+        return "the divisor is not a known constant"
+    return _mean(rw, m, count, narrow_sums)
+
+
+def mean_mul(rw: Rewriter, m: Match, narrow_sums: bool) -> Value | str:
+    """sum * (1/count) -> avg_pool or global_avg_pool, when the factor is
+    exactly 1/count rounded to the dtype (PyTensor's rewrite of a division)."""
+    scale = _count(m.scale)
+    if not scale or scale < 0:
+        return "the factor is not one positive constant"
+    dtype = m.total.dtype.numpy
+    count = round(1 / scale)
+    if count < 1 or dtype.type(1) / dtype.type(count) != dtype.type(scale):
+        return f"the factor {scale} is not 1/n for an integer n"
+    return _mean(rw, m, count, narrow_sums)
+
+
+# -- global max, keepdims, pads (rules 5 and 6) ------------------------------
+def global_max(rw: Rewriter, m: Match) -> Value | str:
+    """reduce_max{spatial axes}(x) -> [squeeze](global_max_pool(x))."""
+    node = m.root
+    axes = tuple(sorted(a % m.x.rank for a in node.attrs["axes"]))
+    return _global(rw, "global_max_pool", m.x, axes, axes if node.attrs["keepdims"] else None)
+
+
+def kept_global_pool(rw: Rewriter, m: Match) -> Value | str:
+    """unsqueeze{a}(squeeze{a}(global pool)) -> global pool."""
+    pooled = m.pool.output
+    spatial = list(range(2, pooled.rank))
+    if sorted(a % pooled.rank for a in m.squeeze.attrs["axes"]) != spatial or \
+            sorted(a % pooled.rank for a in m.root.attrs["axes"]) != spatial:
+        return "the squeeze and unsqueeze axes are not the spatial axes"
+    return pooled
+
+
+def pad_into_pool(rw: Rewriter, m: Match) -> Value | str:
+    """max_pool(pad(x, -inf)) -> max_pool{pads}(x) (rule 6)."""
+    pool, pad, x = m.root, m.pad, m.x
+    lowest = -np.inf if x.dtype.is_float else np.iinfo(x.dtype.numpy).min
+    if not np.all(m.fill.const == lowest):
+        return f"pads with {m.fill.const}, not {lowest}"
+    r, nsp = x.rank, x.rank - 2
+    pads = pad.attrs["pads"]
+    if any(pads[a] or pads[a + r] for a in (0, 1)):
+        return "the pad widens the batch or channel axis"
+    if any(d != 1 for d in pool.attrs["dilations"]):
+        return "the pool is dilated"
+    old = pool.attrs["pads"] or (0,) * (2 * nsp)
+    new = [old[i] + pads[2 + i] for i in range(nsp)] + [old[nsp + i] + pads[r + 2 + i] for i in range(nsp)]
+    kernel = pool.attrs["kernel"]
+    if any(p >= kernel[i % nsp] for i, p in enumerate(new)):
+        return f"pads {new} would not be smaller than the kernel {list(kernel)}"
+    return rw.add("max_pool", [x], {**pool.attrs, "pads": new})
+
+
+def rules(narrow_sums: bool) -> RuleSet:
+    """The rules of the pass (see the module docstring); ``narrow_sums`` as
+    the pass option."""
+    def mean(rw: Rewriter, m: Match) -> Value | str:
+        return mean_div(rw, m, narrow_sums)
+
+    def mean_reciprocal(rw: Rewriter, m: Match) -> Value | str:
+        return mean_mul(rw, m, narrow_sums)
+
+    return RuleSet([
+        # reduce_max{window axes}(reshape(x)) -> max_pool(x)
+        Rule("reshape-max", Op("reduce_max", Op("reshape", Var(), Var(), name="reshape"),
+                               attrs={"keepdims": False}), reshape_max),
+        # reduce_max{spatial axes}(x) -> [squeeze](global_max_pool(x))
+        Rule("global-max", Op("reduce_max", Var("x")), global_max),
+        # maximum tree over a full grid of strided slices -> max_pool
+        Rule("strided-max", Op("maximum", Var(), Var()), strided_max),
+        # sum / count, sum * (1/count) -> avg_pool or global_avg_pool
+        Rule("mean", Op("div", Var("total"), Var("count")), mean),
+        Rule("mean-reciprocal", Op("mul", Var("total"), Const("scale")), mean_reciprocal),
+        # unsqueeze(squeeze(global pool)) -> global pool
+        *(Rule("kept-global-pool", Op("unsqueeze", Op("squeeze", Op(op, Var(), name="pool"), name="squeeze")),
+               kept_global_pool) for op in ("global_max_pool", "global_avg_pool")),
+        # max_pool(pad(x, -inf)) -> max_pool{pads}(x)
+        Rule("pad-into-pool", Op("max_pool", Op("pad", Var("x"), Const("fill"), name="pad", single_use=False)),
+             pad_into_pool),
+    ])
+
+
+RULES = rules(narrow_sums=True)
+EXACT_SUM_RULES = rules(narrow_sums=False)
+
+
+@register_pass
+@dataclass(frozen=True)
+class PoolRecovery(Pass):
+    """Recover pooling ops (see the module docstring).
+
+    Attributes:
+        narrow_sums: also recover means whose sum PyTensor computes in a
+            wider dtype than the input (float32 summed in float64): the
+            pool sums in the input dtype, a rounding-level difference.
+    """
+
+    name = "pool-recovery"
+    narrow_sums: bool = True
+
+    def run(self, graph: Graph) -> bool:
+        return apply_rules(graph, RULES if self.narrow_sums else EXACT_SUM_RULES)

@@ -231,7 +231,7 @@ class Graph:
         opdef = get_op(op)
         attrs = opdef.normalize_attrs(attrs or {})
         if output_types is None:
-            output_types = opdef.infer_types([v.type for v in inputs], attrs, [v.const for v in inputs])
+            output_types = opdef.infer_types([v.type for v in inputs], attrs, [v.const for v in inputs], subgraphs)
         return Node(op, inputs, attrs, output_types, output_names, subgraphs)
 
     def append(self, node: Node) -> Node:

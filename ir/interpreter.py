@@ -1,6 +1,10 @@
 """Reference interpreter: evaluates an IR graph with NumPy, using each op's
 ``evaluate`` from the registry. No ONNX involved; passes are checked by
-running a graph here before and after them."""
+running a graph here before and after them.
+
+Ops with nested graphs (``OpDef.subgraph_roles``: ``loop``, ``if``) get the
+node's subgraphs and ``evaluate`` itself as the callback that runs them;
+their bodies are closed (explicit capture), so a body runs on its own inputs."""
 
 from __future__ import annotations
 
@@ -22,7 +26,8 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run ``graph`` on ``inputs`` (one array per graph input, in order).
 
     Returns:
-        One NumPy array per graph output, in order.
+        One NumPy array per graph output, in order (values of ops with
+        nested graphs are computed by running those graphs here too).
 
     Raises:
         InterpreterError: an input or a computed value disagrees with its
@@ -36,7 +41,11 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     with np.errstate(all="ignore"):
         for node in graph:
             args = [env[v] for v in node.inputs]
-            results = get_op(node.op).evaluate(args, node.attrs)
+            opdef = get_op(node.op)
+            if opdef.subgraph_roles:
+                results = opdef.evaluate(args, node.attrs, node.subgraphs, evaluate)
+            else:
+                results = opdef.evaluate(args, node.attrs)
             for out, array in zip(node.outputs, results):
                 env[out] = _checked(out, np.asarray(array), node.op)
     return [env[v] for v in graph.outputs]

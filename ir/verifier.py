@@ -235,7 +235,7 @@ class _Verifier:
                                       f"their schema-normalized form {normalized}")
         try:
             inferred = opdef.infer_types([v.type for v in node._inputs], node.attrs,
-                                         [v.const for v in node._inputs])
+                                         [v.const for v in node._inputs], node.subgraphs)
         except OpError as e:
             self.fail(node, lambda n: f"{self.describe(node, n)}: type rule rejects the inputs: {e}")
         declared = [v.type for v in node.outputs]

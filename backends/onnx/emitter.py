@@ -5,7 +5,9 @@ default domain at the requested opset. Graph inputs keep their IR names, IR
 constants become initializers (named after the constant, made unique if an
 input took the name), every graph output has its own name (the IR value's
 name hint when free, else ``output<i>``) and full type. Each IR node is
-emitted by its rule in ``EMITTERS`` (see ``backends/onnx/rules``).
+emitted by its rule in ``EMITTERS`` (see ``backends/onnx/rules``). Model-local
+functions the rules define (``SiLU``, ``Gelu``) go into the model with an
+opset import of their domain, ``pytensor_onnx``.
 """
 
 from __future__ import annotations
@@ -14,22 +16,31 @@ import onnx
 import onnx_ir as oir
 
 from backends.onnx import rules  # noqa: F401  (registers the rules)
-from backends.onnx.context import EmitContext, Namer, onnx_dtype, onnx_value
+from backends.onnx.context import (FUNCTION_DOMAIN, FUNCTION_DOMAIN_VERSION, EmitContext, EmitOptions, Namer,
+                                   onnx_dtype, onnx_value)
 from backends.onnx.registry import EmitError, get_rule
 from ir.core import Graph, Value
+from ir.ops import get_op
+from ir.symbolic import format_dim
 
 IR_VERSION = 10
 MIN_OPSET = 18
 PRODUCER = "pytensor-onnx"
 
 
-def emit_model(graph: Graph, *, opset: int = 18) -> onnx.ModelProto:
+def emit_model(graph: Graph, *, opset: int = 18, float64_conv: str = "error", silu: str = "function",
+               gelu: str = "function", max_pool_nan: str = "native",
+               value_info: bool = False) -> onnx.ModelProto:
     """Emit ``graph`` as an ONNX model.
 
     Args:
-        graph: a verified IR graph without subgraph-holding nodes.
+        graph: a verified IR graph (control-flow ops included).
         opset: the default-domain opset to import; the rules use opset-18
             operator forms, which later opsets keep.
+        float64_conv, silu, gelu, max_pool_nan: see ``EmitOptions``
+            (ValueError for a value it does not list).
+        value_info: also declare the type of every node output (ONNX
+            ``value_info``), symbolic dims included.
 
     Returns:
         An ``onnx.ModelProto`` (IR version 10) that computes, for each graph
@@ -41,8 +52,9 @@ def emit_model(graph: Graph, *, opset: int = 18) -> onnx.ModelProto:
     """
     if opset < MIN_OPSET:
         raise EmitError(f"opset {opset} is not supported: the ONNX rules need opset >= {MIN_OPSET}")
+    options = EmitOptions(float64_conv=float64_conv, silu=silu, gelu=gelu, max_pool_nan=max_pool_nan)
     namer = Namer()
-    ctx = EmitContext(namer)
+    ctx = EmitContext(namer, options, opset)
     env: dict[Value, oir.Value] = {}
 
     inputs = []
@@ -52,24 +64,16 @@ def emit_model(graph: Graph, *, opset: int = 18) -> onnx.ModelProto:
         if v.name in namer:
             raise EmitError(f"two graph inputs are called {v.name!r}")
         namer.take(v.name)
-        env[v] = onnx_value(v.name, v.type)
+        env[v] = onnx_value(v.name, v.type.with_shape(onnx_dims(v.type.shape)))
         inputs.append(env[v])
     for c in graph.constants.values():
         env[c] = ctx.initializer(c.const, c.name)
 
     output_names = _reserve_output_names(graph, namer)
-    for node in graph:
-        if node.subgraphs:
-            raise EmitError(f"IR op {node.op!r} with subgraphs is not supported by the ONNX emitter")
-        rule = get_rule(node.op)
-        ctx.node = node
-        results = rule(ctx, node, *(env[v] for v in node.inputs))
-        results = results if isinstance(results, tuple) else (results,)
-        if len(results) != len(node.outputs):
-            raise EmitError(f"rule for {node.op!r} returned {len(results)} values for {len(node.outputs)} outputs")
-        env.update(zip(node.outputs, results))
-    ctx.node = None
+    emit_nodes(ctx, graph, env)
 
+    if value_info:
+        _declare_types(graph, env)
     outputs = []
     claimed = {id(v) for v in inputs} | {id(v) for v in ctx.initializers}
     for v, name in zip(graph.outputs, output_names):
@@ -79,13 +83,57 @@ def emit_model(graph: Graph, *, opset: int = 18) -> onnx.ModelProto:
         claimed.add(id(value))
         value.name = name
         value.type = oir.TensorType(onnx_dtype(v.type.dtype))
-        value.shape = oir.Shape(list(v.type.shape))
+        value.shape = oir.Shape(onnx_dims(v.type.shape))
         outputs.append(value)
 
+    opsets = {"": opset} | ({FUNCTION_DOMAIN: FUNCTION_DOMAIN_VERSION} if ctx.functions else {})
     onnx_graph = oir.Graph(inputs, outputs, nodes=ctx.nodes, initializers=ctx.initializers,
-                           opset_imports={"": opset}, name=graph.name)
-    model = oir.Model(onnx_graph, ir_version=IR_VERSION, producer_name=PRODUCER)
+                           opset_imports=opsets, name=graph.name)
+    model = oir.Model(onnx_graph, ir_version=IR_VERSION, producer_name=PRODUCER,
+                      functions=list(ctx.functions.values()))
     return oir.serde.serialize_model(model)
+
+
+def emit_nodes(ctx: EmitContext, graph: Graph, env: dict[Value, oir.Value]) -> None:
+    """Emit the nodes of ``graph`` in program order, each by its rule,
+    reading the ONNX values of their inputs from ``env`` (IR value -> ONNX
+    value) and adding their outputs to it. ``emit_model`` calls it for the
+    main graph; the control-flow rules (``rules/control_flow.py``) call it
+    for nested bodies inside ``ctx.body()``.
+
+    Raises:
+        EmitError: an op without a rule, a rule returning the wrong number of
+            values, or a node with subgraphs whose op takes none.
+    """
+    outer = ctx.node
+    for node in graph:
+        if node.subgraphs and not get_op(node.op).subgraph_roles:
+            raise EmitError(f"IR op {node.op!r} with subgraphs is not supported by the ONNX emitter")
+        rule = get_rule(node.op)
+        ctx.node = node
+        results = rule(ctx, node, *(env[v] for v in node.inputs))
+        results = results if isinstance(results, tuple) else (results,)
+        if len(results) != len(node.outputs):
+            raise EmitError(f"rule for {node.op!r} returned {len(results)} values for {len(node.outputs)} outputs")
+        env.update(zip(node.outputs, results))
+    ctx.node = outer
+
+
+def onnx_dims(shape) -> list:
+    """IR dims as ONNX dims: an int is a ``dim_value``, a name or an
+    expression (its text, ``H//2-1``) a ``dim_param``, None neither."""
+    return [d if d is None or isinstance(d, (int, str)) else format_dim(d) for d in shape]
+
+
+def _declare_types(graph: Graph, env: dict) -> None:
+    """Give the ONNX value of every node output its IR type (serialized as
+    ``value_info``); values already typed (inputs, initializers) are left."""
+    for node in graph:
+        for v in node.outputs:
+            value = env[v]
+            if value.type is None and value.shape is None:
+                value.type = oir.TensorType(onnx_dtype(v.type.dtype))
+                value.shape = oir.Shape(onnx_dims(v.type.shape))
 
 
 def _reserve_output_names(graph: Graph, namer: Namer) -> list[str]:

@@ -8,9 +8,11 @@ friends), never modified. Every unsupported node is collected, and a single
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import pytensor
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import graph_inputs, io_toposort
@@ -176,15 +178,21 @@ def _refine(var, value: Value, node, source) -> Value:
 
 def source_line(node) -> str | None:
     """``file:line`` of the user code that created ``node``'s first output, from
-    PyTensor's ``tag.trace`` (None when PyTensor kept no trace)."""
+    PyTensor's ``tag.trace`` (None when PyTensor kept no trace): the innermost
+    frame outside PyTensor itself (a node ``pytensor.grad`` built reports the
+    user's ``grad`` call)."""
     for out in node.outputs:
         trace = getattr(out.tag, "trace", None)
         if trace:
             frames = trace[0] if isinstance(trace[0], list) else trace
+            frames = [f for f in frames if not str(f[0]).startswith(_PYTENSOR_DIR)] or frames
             if frames:
                 f = frames[-1]
                 return f"{f[0]}:{f[1]}" + (f" ({f[3].strip()})" if len(f) > 3 and f[3] else "")
     return None
+
+
+_PYTENSOR_DIR = os.path.dirname(pytensor.__file__) + os.sep
 
 
 def op_label(op) -> str:

@@ -1,0 +1,378 @@
+"""Lowering of PyTensor's ``Scan`` (``pytensor.scan.op.Scan``, 2.38 and
+3.0) to the IR ``loop`` (``ir/ops/control_flow.py``).
+
+Semantics are ``Scan.perform``. Outer inputs, per ``Scan.info``: the step
+count ``n``, the sequences (one per tap: ``scan()`` slices a sequence in the
+outer graph for each tap, and reverses it there for ``go_backwards``), the
+buffers of the mit-sot and sit-sot outputs (the initial states in their
+first ``m = -min(taps)`` rows), the initial values of the untraced sit-sots
+(PyTensor 3 turns a sit-sot whose trace is unused into one; shared-variable
+updates are others), the sizes of the nit-sot outputs, and the
+non-sequences. Step ``i`` reads row ``i`` of each sequence and tap ``t`` of a
+state output as the value ``-t`` steps back, and stops early, for a while
+scan (``until``), after the step whose condition is true.
+
+The loop carries, for a state with ``m`` taps, its ``m`` latest values (a
+shift register: tap ``t`` reads register ``m + t``) and each untraced state;
+sequences and non-sequences are invariant inputs, and the body reads row
+``i`` of a sequence with ``gather``. A Scan output of ``S`` rows holds the
+last ``S`` rows of the full trace ``F`` (the ``m`` initial rows, then one row
+per step run): PyTensor writes a buffer shorter than ``F`` circularly and
+rotates it at the end (``scan_save_mem`` shrinks buffers so). A buffer of
+``n + m`` rows (what ``scan()`` builds) gives all of ``F``, also when a
+while scan stopped early and ``F`` is shorter. (Only a buffer longer than
+``n + m``, which neither ``scan()`` nor its rewrites build, would differ:
+PyTensor pads it with zeros.) The loop stacks a state's values per step
+only when ``S`` is not statically at most ``m``; otherwise the output comes
+from the final registers. A nit-sot output of ``S`` rows is likewise the
+last ``S`` of its stacked values.
+
+Bookkeeping around a scan stays ordinary IR: the ``AllocEmpty`` +
+``IncSubtensor`` that build a buffer are looked through when they only place
+the initial state (the initial rows are then read from the placed value, and
+the buffer's IR goes dead), and the ``Subtensor`` that strips the initial
+rows or keeps the last step is lowered as any other. Unsupported (named in
+the error): mit-mot outputs, which only ``grad`` of a scan builds, and
+non-tensor state such as the random generator of draws inside a scan.
+
+A carried state starting from a shared variable is computed inside the loop
+exactly as PyTensor computes it, but an exported model cannot write the
+final value back to the variable (models are stateless; a compiled
+function's updates are not exported): lowering warns, naming the scan, the
+variable and the source line (``SharedStateWarning``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.scan.op import Scan
+from pytensor.scalar import basic as ps
+from pytensor.tensor.basic import NotScalarConstantError, get_underlying_scalar_constant_value
+from pytensor.tensor.basic import ScalarFromTensor, TensorFromScalar
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.shape import Shape, Shape_i
+from pytensor.tensor.subtensor import IncSubtensor, Subtensor
+
+from compiler.errors import Unsupported
+from compiler.lowering.bodies import Body
+from compiler.lowering.context import LoweringContext, ir_type
+from compiler.lowering.registry import lowers
+from compiler.lowering.rules.indexing import int64_scalar, int64_vector, node_index
+from ir import DType, TensorType, Value
+from ir.types import join_dims
+
+INT64, BOOL = DType.INT64, DType.BOOL
+INT64_MAX = np.iinfo(np.int64).max
+
+
+class SharedStateWarning(UserWarning):
+    """A scan carries a state that starts from a shared variable: the model
+    computes it, but does not update the variable (see the module docstring)."""
+
+
+@lowers(Scan)
+def lower_scan(ctx: LoweringContext, node) -> list[Value]:
+    """Lower a ``Scan`` Apply node to a ``loop`` plus the outer IR that
+    turns its results into the Scan's outputs (see the module docstring).
+
+    Returns:
+        One IR value per Scan output: mit-sots, sit-sots, nit-sots, then
+        untraced sit-sots (``Scan.perform``'s order).
+
+    Raises:
+        Unsupported: mit-mot outputs, non-tensor inputs (a random generator),
+            or inner ops without a lowering (listed with their source lines).
+    """
+    op, info = node.op, node.op.info
+    if info.n_mit_mot:
+        raise Unsupported("scan with mit-mot outputs (the backward scan grad() builds); "
+                          "export the forward graph")
+    for v in node.inputs:
+        if not hasattr(v.type, "dtype"):
+            raise Unsupported(f"scan reading {v} of type {v.type} (random draws or other non-tensor state "
+                              f"inside a scan)")
+    n_states = info.n_mit_sot + info.n_sit_sot
+    layout = [info.n_seqs, n_states, info.n_untraced_sit_sot, info.n_nit_sot]
+    seqs, buffers, untraced, nit_sizes = _split(node.inputs[1:], layout)
+    non_seqs = node.inputs[1 + sum(layout):]
+    all_taps = [tuple(t) for t in info.mit_sot_in_slices + info.sit_sot_in_slices]
+    n_var = node.inputs[0]
+    n = ctx.cast(ctx.get(n_var), INT64)
+    body = Body(ctx, "scan")
+    i = body.input(TensorType(INT64, ()), "i")
+
+    inner_in = list(op.inner_inputs)
+    inner_seqs, inner_taps = inner_in[:info.n_seqs], inner_in[info.n_seqs:]
+    states = []
+    for buf, taps in zip(buffers, all_taps):
+        states.append(_State(ctx, body, buf, taps, inner_taps[:len(taps)], n_var, node))
+        inner_taps = inner_taps[len(taps):]
+    inner_untraced, inner_non_seqs = inner_taps[:info.n_untraced_sit_sot], inner_taps[info.n_untraced_sit_sot:]
+
+    carried_init = [r for st in states for r in st.init_registers]
+    for outer, inner in zip(untraced, inner_untraced):
+        _warn_if_shared(outer, node, ctx)
+        carried_init.append(ctx.get(outer))
+        body.ctx.values[inner] = body.input(ir_type(inner), inner.name or "state")
+
+    invariant = [ctx.get(v) for v in seqs] + [ctx.get(v) for v in non_seqs]
+    invariant_in = [body.input(v.type, v.name or "seq") for v in invariant[:len(seqs)]]
+    invariant_in += [body.input(ctx.get(v).type, v.name or "arg") for v in non_seqs]
+    for inner, seq_in in zip(inner_seqs, invariant_in):
+        body.ctx.values[inner] = body.ctx.add("gather", [seq_in, i], {"axis": 0}, name=inner.name)
+    body.ctx.values.update(zip(inner_non_seqs, invariant_in[len(seqs):]))
+
+    inner_out = list(op.inner_outputs)
+    results = body.lower(inner_in, inner_out, f"scan body of {op}")
+    new_states, rest = results[:n_states], results[n_states:]
+    nit_out, untraced_out = rest[:info.n_nit_sot], rest[info.n_nit_sot:info.n_nit_sot + info.n_untraced_sit_sot]
+    condition = []
+    if info.as_while:
+        until = results[-1]
+        if until.rank != 0:
+            raise Unsupported(f"scan until-condition of rank {until.rank} (must be a scalar)")
+        go_on = (body.ctx.add("invert", [until]) if until.dtype == BOOL
+                 else body.ctx.add("eq", [until, body.ctx.scalar(0, until.dtype)]))
+        condition = [go_on]
+
+    carried_out: list[Value] = []
+    for st, new in zip(states, new_states):
+        carried_out += st.registers[1:] + [new]
+    carried_out += untraced_out
+    stacked = [new for st, new in zip(states, new_states) if st.stacked] + nit_out
+    graph = body.finish(condition + carried_out + stacked)
+
+    loop = ctx.graph.create_node("loop", [n, *carried_init, *invariant],
+                                 {"num_carried": len(carried_init), "has_condition": bool(info.as_while)},
+                                 subgraphs={"body": graph})
+    loop.trace = ctx.source
+    ctx.graph.append(loop)
+    finals, traces = loop.outputs[:len(carried_init)], list(loop.outputs[len(carried_init):])
+
+    steps = (ctx.add("gather", [ctx.add("shape", [traces[0]]), ctx.scalar(0, INT64)], {"axis": 0})
+             if info.as_while and traces else n)
+    outputs = []
+    for st in states:
+        regs, finals = finals[:len(st.registers)], finals[len(st.registers):]
+        outputs.append(st.output(ctx, regs, traces.pop(0) if st.stacked else None, steps))
+    for size, y in zip(nit_sizes, traces):
+        whole = _same(size, n_var)  # what scan() builds; a while loop's shorter trace too
+        outputs.append(y if whole else _last_rows(ctx, y, 0, ctx.cast(ctx.get(size), INT64), steps))
+    outputs += list(finals)
+    return outputs
+
+
+def _split(values, counts: list[int]) -> list[list]:
+    """``values`` cut into consecutive lists of the given lengths."""
+    out, pos = [], 0
+    for c in counts:
+        out.append(list(values[pos:pos + c]))
+        pos += c
+    return out
+
+
+class _State:
+    """One mit-sot or sit-sot output: its initial rows, registers and size.
+
+    Attributes:
+        m: ``-min(taps)``, the number of registers (the initial rows).
+        rows: the ``m`` initial rows (an IR value of the outer graph).
+        init_registers: the registers' initial values (outer graph).
+        registers: the body inputs holding them, oldest first.
+        buffer, size_var: the buffer (PyTensor) and the variable of its row
+            count ``S`` when the buffer is built by ``scan()``'s pattern.
+        full: ``S`` is provably ``n + m`` (the output is the whole trace).
+        static_size: ``S`` when constant.
+        stacked: whether the loop stacks this state's per-step values (not
+            when ``S <= m``: the final registers hold the output).
+    """
+
+    def __init__(self, ctx: LoweringContext, body: Body, buf, taps: tuple, inner_taps: list, n_var, node):
+        if any(t >= 0 for t in taps):
+            raise Unsupported(f"scan output taps {list(taps)} (state taps must be negative)")
+        self.m = m = -min(taps)
+        self.buffer = buf
+        placed = _placed_initial_rows(ctx, buf, m)
+        first = None
+        if placed is not None:
+            self.rows, value, self.size_var = placed
+            _warn_if_shared(value, node, ctx)
+            if m == 1 and self.rows is ctx.get(value):
+                first = _unpadded(value)  # the state itself, not its one-row stack
+        else:
+            value, self.size_var = None, None
+            self.rows = ctx.add("slice", [ctx.get(buf), ctx.i64([0]), ctx.i64([m]), ctx.i64([1])], {"axes": [0]})
+        self.full = self.size_var is not None and _is_steps_plus(ctx, self.size_var, n_var, m, value)
+        self.static_size = _constant_int(ctx, self.size_var)
+        if self.static_size is None and isinstance(ctx.get(buf).shape[0], int):
+            self.static_size = ctx.get(buf).shape[0]
+        self.stacked = not (self.static_size is not None and self.static_size <= m)
+
+        inner_type = ir_type(inner_taps[0])
+        row = TensorType(self.rows.dtype, tuple(join_dims(a, b) for a, b in zip(self.rows.shape[1:], inner_type.shape)))
+        if first is not None:
+            self.init_registers = [ctx.get(first)]
+        else:
+            self.init_registers = [ctx.add("gather", [self.rows, ctx.scalar(r, INT64)], {"axis": 0})
+                                   for r in range(m)]
+        self.registers = [body.input(row, inner_taps[-1].name or "state") for _ in range(m)]
+        for t, inner in zip(taps, inner_taps):
+            body.ctx.values[inner] = self.registers[m + t]
+
+    def output(self, ctx: LoweringContext, finals: list[Value], trace: Value | None, steps: Value) -> Value:
+        """The Scan output (outer graph): the last ``S`` rows of the initial
+        rows followed by ``trace`` (the stacked per-step values; None when
+        not stacked), given the final registers and the number of steps run."""
+        if trace is None:  # S <= m: the last S registers
+            rows = [ctx.add("unsqueeze", [r], {"axes": [0]}) for r in finals[self.m - self.static_size:]]
+            return rows[0] if len(rows) == 1 else ctx.add("concat", rows, {"axis": 0})
+        full = ctx.add("concat", [self.rows, trace], {"axis": 0})
+        if self.full:
+            return full
+        size = (ctx.cast(ctx.get(self.size_var), INT64) if self.size_var is not None else
+                ctx.add("gather", [ctx.add("shape", [ctx.get(self.buffer)]), ctx.scalar(0, INT64)], {"axis": 0}))
+        return _last_rows(ctx, full, self.m, size, steps)
+
+
+def _last_rows(ctx, full: Value, m: int, size: Value, steps: Value) -> Value:
+    """``full[max(m + steps - size, 0):]``: the last ``size`` rows of
+    ``full``, whose ``m + steps`` rows are ``m`` initial rows and one per
+    step run (``Scan.perform``'s circular buffer, rotated), or all of them
+    when ``size`` is larger (a while scan that stopped early)."""
+    if steps.const is not None and size.const is not None:
+        start = max(m + int(steps.const) - int(size.const), 0)
+        if start == 0:
+            return full
+        begin = ctx.i64([start])
+    else:
+        length = ctx.add("add", [steps, ctx.scalar(m, INT64)]) if m else steps
+        start = ctx.add("maximum", [ctx.add("sub", [length, size]), ctx.scalar(0, INT64)])
+        begin = ctx.add("unsqueeze", [start], {"axes": [0]})
+    return ctx.add("slice", [full, begin, ctx.i64([INT64_MAX]), ctx.i64([1])], {"axes": [0]})
+
+
+def _placed_initial_rows(ctx, buf, m: int):
+    """``(rows, value, size)`` when ``buf`` is ``IncSubtensor{set}(AllocEmpty(size,
+    *row_shape), value, [:stop])``, how ``scan()`` builds a state's buffer.
+    The ``m`` initial rows are then ``value[:m]`` broadcast to ``(m,
+    *row_shape)`` (NumPy assignment; ``value`` itself when its type shows no
+    broadcasting), assuming ``value`` fills rows ``[0, m)`` (rows it left
+    unset would be uninitialized memory in PyTensor). Else None."""
+    owner = buf.owner
+    if owner is None or not isinstance(owner.op, IncSubtensor) or not owner.op.set_instead_of_inc:
+        return None
+    alloc = owner.inputs[0].owner
+    if alloc is None or type(alloc.op).__name__ != "AllocEmpty":
+        return None
+    index = node_index(owner, 2)
+    value = owner.inputs[1]
+    if len(index) != 1 or not isinstance(index[0], slice) or index[0].start is not None or index[0].step is not None:
+        return None
+    rows = ctx.get(value)
+    if value.type.ndim == buf.type.ndim and value.type.shape[0] != m and not _is_head(rows, m):
+        rows = ctx.add("slice", [rows, ctx.i64([0]), ctx.i64([m]), ctx.i64([1])], {"axes": [0]})
+    exact = value.type.ndim == buf.type.ndim and value.type.shape[0] in (m, None) and not any(
+        v == 1 and b != 1 for v, b in zip(value.type.shape[1:], buf.type.shape[1:]))
+    if not exact:
+        shape = int64_vector(ctx, [m] + [int64_scalar(ctx, d) for d in alloc.inputs[1:]])
+        rows = ctx.add("expand", [rows, shape])
+    return rows, value, alloc.inputs[0]
+
+
+def _is_head(value: Value, m: int) -> bool:
+    """Whether IR ``value`` is already ``x[:m]`` (a ``slice`` of axis 0)."""
+    node = value.producer
+    if node is None or node.op != "slice" or node.attrs["axes"] != (0,):
+        return False
+    bounds = [v.const for v in node.inputs[1:]]
+    return all(b is not None for b in bounds) and [int(b[0]) for b in bounds] == [0, m, 1]
+
+
+def _is_row_count(var, of) -> bool:
+    """Whether ``var`` is ``of.shape[0]`` (``Shape_i{0}`` or ``Shape(of)[0]``)."""
+    owner = _strip(var).owner
+    if owner is None:
+        return False
+    if isinstance(owner.op, Shape_i):
+        return owner.op.i == 0 and owner.inputs[0] is of
+    if isinstance(owner.op, Subtensor) and owner.inputs[0].owner is not None:
+        shape = owner.inputs[0].owner
+        index = node_index(owner, 1)
+        return (isinstance(shape.op, Shape) and shape.inputs[0] is of and len(index) == 1
+                and not isinstance(index[0], slice) and _constant_int(None, index[0]) == 0)
+    return False
+
+
+def _unpadded(var):
+    """The state ``x`` when ``var`` is ``x`` with a new leading axis (a
+    DimShuffle ``('x', 0, 1, ...)``), else None."""
+    owner = var.owner
+    if owner is not None and isinstance(owner.op, DimShuffle):
+        order = tuple(owner.op.new_order)
+        if order == ("x",) + tuple(range(owner.inputs[0].type.ndim)):
+            return owner.inputs[0]
+    return None
+
+
+def _constant_int(ctx, var) -> int | None:
+    """The value of an integer scalar variable when it is constant (a
+    PyTensor constant, an IR constant, or what PyTensor can fold), else None."""
+    if var is None:
+        return None
+    if isinstance(var, (int, np.integer)):
+        return int(var)
+    value = ctx.constant_value(var) if ctx is not None else None
+    if value is not None and np.ndim(value) == 0:
+        return int(value)
+    try:
+        return int(get_underlying_scalar_constant_value(var))
+    except (NotScalarConstantError, TypeError, ValueError):
+        return None
+
+
+def _strip(var):
+    """``var`` without scalar/tensor conversions around it."""
+    while var.owner is not None and isinstance(var.owner.op, (ScalarFromTensor, TensorFromScalar)):
+        var = var.owner.inputs[0]
+    return var
+
+
+def _same(a, b) -> bool:
+    return _strip(a) is _strip(b)
+
+
+def _is_steps_plus(ctx, size_var, n_var, m: int, value) -> bool:
+    """Whether ``size_var`` is provably ``n_var + m``: both constant, or an
+    ``Add`` of ``n_var`` and ``m`` (a constant, or the row count of the
+    placed initial ``value``, which holds the ``m`` initial rows)."""
+    s, n = _constant_int(ctx, size_var), _constant_int(ctx, n_var)
+    if s is not None and n is not None:
+        return s == n + m
+    owner = _strip(size_var).owner
+    if owner is None or not isinstance(owner.op, Elemwise) or not isinstance(owner.op.scalar_op, ps.Add):
+        return False
+    if len(owner.inputs) != 2:
+        return False
+
+    def is_m(v) -> bool:
+        return _constant_int(ctx, v) == m or _is_row_count(v, value)
+
+    a, b = owner.inputs
+    return (_same(a, n_var) and is_m(b)) or (_same(b, n_var) and is_m(a))
+
+
+def _warn_if_shared(var, node, ctx: LoweringContext) -> None:
+    """Warn (``SharedStateWarning``) when ``var`` is, up to reshaping and
+    slicing, a shared variable."""
+    while not isinstance(var, SharedVariable) and var.owner is not None and isinstance(
+            var.owner.op, (DimShuffle, Subtensor, ScalarFromTensor, TensorFromScalar)):
+        var = var.owner.inputs[0]
+    if isinstance(var, SharedVariable):
+        where = f" at {ctx.source}" if ctx.source else ""
+        warnings.warn(f"{node.op}{where} carries a state starting from shared variable {var.name or var!r}: "
+                      f"the model computes it as PyTensor does, but does not write its final value back "
+                      f"to the variable (shared-variable updates are not exported)",
+                      SharedStateWarning, stacklevel=2)

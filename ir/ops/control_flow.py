@@ -1,0 +1,259 @@
+"""Control-flow ops: ``loop`` (ONNX Loop) and ``if`` (ONNX If), whose
+bodies are nested graphs, and the helpers passes use to copy and inline
+such bodies.
+
+**Capture is explicit.** A body reads only its own inputs and constants:
+every value of the enclosing graph it needs is an input of the node and
+arrives as a body input. (ONNX lets bodies read outer values implicitly;
+the emitter turns explicit captures back into such reads.) So the use lists
+of the enclosing graph see every read — DCE keeps what a body needs, CSE
+and constant folding may replace a captured value like any other operand —
+and a body is copied or inlined by binding its inputs (``inline``). The
+type rules check that bodies are closed.
+
+``loop``, by example (a running sum of the rows of ``%xs``)::
+
+    %s: f32[3], %ys: f32[T,3] = loop(%n, %s0, %xs) {has_condition=false, num_carried=1} (
+      body: graph @scan0(%scan0.i: i64[], %scan0.s: f32[3], %scan0.xs: f32[T,3]) {
+        %x: f32[3] = gather(%scan0.xs, %scan0.i) {axis=0}
+        %s1: f32[3] = add(%scan0.s, %x)
+        return %s1, %s1
+      })
+
+Inputs ``(n, *init, *invariant)``: the trip count ``n`` (``i64[]``), the
+``num_carried`` initial loop-carried values and the invariant values. Body
+inputs ``(i, *carried, *invariant)`` with ``i`` the iteration number
+(``i64[]``). Body outputs ``([continue], *carried_next, *step)``: with
+``has_condition`` first a ``bool[]`` that is false to stop after this
+iteration, then the next carried values, then any number of per-step values.
+Outputs ``(*carried_final, *stacked)``: the carried values after the last
+iteration and the per-step values stacked along a new axis 0. Semantics
+(ONNX Loop with an initial condition of true; PyTensor Scan's loop)::
+
+    carried = init; steps = []
+    for i in range(n):
+        cond, carried, step = body(i, *carried, *invariant)
+        steps.append(step)
+        if has_condition and not cond: break
+
+A stacked output of zero iterations has shape ``(0, *step_shape)``, unknown
+step dims taken as 0.
+
+``if``: inputs ``(cond, *captured)`` with ``cond`` a ``bool[]``; the
+``then`` and ``else`` graphs both take ``captured`` and return the same
+number of values; the node returns those of the branch ``cond`` selects
+(ONNX If; PyTensor IfElse). Output dims the branches disagree on are unknown.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ir.core import Graph, Node, Value
+from ir.ops.common import BOOL, INT64, known_dims
+from ir.ops.registry import Attr, OpDef, OpError, register
+from ir.types import TensorType, dims_compatible
+
+
+def _compatible(a: TensorType, b: TensorType) -> bool:
+    return (a.dtype == b.dtype and a.rank == b.rank
+            and all(dims_compatible(x, y) for x, y in zip(a.shape, b.shape)))
+
+
+def _check_closed(graph: Graph, op: str, role: str) -> None:
+    """OpError unless every node input of ``graph`` (nested graphs included)
+    is defined inside it: explicit capture (see the module docstring)."""
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        local = set(g.inputs) | set(g.constants.values())
+        for node in g:
+            for v in node.inputs:
+                if v not in local:
+                    raise OpError(f"{op}: {role} graph @{graph.name} reads %{v.name or '?'}, which is not "
+                                  f"its own value (bodies capture explicitly, through node inputs)")
+            local.update(node.outputs)
+            stack.extend(node.subgraphs.values())
+        for v in g.outputs:
+            if v not in local:
+                raise OpError(f"{op}: {role} graph @{graph.name} returns %{v.name or '?'}, which is not its own value")
+
+
+def _check_inputs(graph: Graph, types: Sequence[TensorType], op: str, role: str) -> None:
+    if len(graph.inputs) != len(types):
+        raise OpError(f"{op}: {role} graph @{graph.name} takes {len(graph.inputs)} inputs, the node passes {len(types)}")
+    for k, (v, t) in enumerate(zip(graph.inputs, types)):
+        if not _compatible(v.type, t):
+            raise OpError(f"{op}: {role} input {k} %{v.name} is {v.type}, the node passes {t}")
+
+
+# -- loop -------------------------------------------------------------------
+def _loop_infer(types, attrs, consts, subgraphs):
+    body: Graph = subgraphs["body"]
+    k, cond = attrs["num_carried"], int(attrs["has_condition"])
+    if not types or types[0] != TensorType(INT64, ()):
+        raise OpError(f"loop: the trip count must be i64[], got {types[0] if types else 'nothing'}")
+    if len(types) < 1 + k:
+        raise OpError(f"loop: {k} carried values need {1 + k} inputs at least, got {len(types)}")
+    if not body.inputs or body.inputs[0].type != TensorType(INT64, ()):
+        raise OpError("loop: body input 0 (the iteration number) must be i64[]")
+    _check_inputs(body, [body.inputs[0].type] + list(types[1:]), "loop", "body")
+    outs = [v.type for v in body.outputs]
+    if len(outs) < cond + k:
+        raise OpError(f"loop: the body returns {len(outs)} values, needs {cond + k} at least")
+    if cond and outs[0] != TensorType(BOOL, ()):
+        raise OpError(f"loop: the body's condition must be bool[], got {outs[0]}")
+    carried = [v.type for v in body.inputs[1:1 + k]]
+    for j, (t, nxt) in enumerate(zip(carried, outs[cond:cond + k])):
+        if not _compatible(t, nxt):
+            raise OpError(f"loop: carried value {j} enters the body as {t} and leaves it as {nxt}")
+    _check_closed(body, "loop", "body")
+    trip = known_dims(consts[0])
+    steps = None if cond or trip is None else trip[0]
+    return carried + [TensorType(t.dtype, (steps,) + t.shape) for t in outs[cond + k:]]
+
+
+def _loop_eval(args, attrs, subgraphs, run):
+    body: Graph = subgraphs["body"]
+    k, cond = attrs["num_carried"], int(attrs["has_condition"])
+    n, carried, invariant = int(args[0]), list(args[1:1 + k]), list(args[1 + k:])
+    steps: list[list[np.ndarray]] = []
+    for i in range(n):
+        outs = run(body, [np.array(i, dtype=np.int64)] + carried + invariant)
+        carried = outs[cond:cond + k]
+        steps.append(outs[cond + k:])
+        if cond and not bool(outs[0]):
+            break
+    stacked = []
+    for j, v in enumerate(body.outputs[cond + k:]):
+        if steps:
+            stacked.append(np.stack([s[j] for s in steps]))
+        else:
+            stacked.append(np.empty((0,) + tuple(d if isinstance(d, int) else 0 for d in v.shape), v.dtype.numpy))
+    return carried + stacked
+
+
+register(OpDef("loop", _loop_infer, _loop_eval, None,
+               attrs={"num_carried": Attr("int"), "has_condition": Attr("bool", False)},
+               doc="ONNX Loop with explicit capture: carried values, per-step values stacked on axis 0",
+               symbolic_inputs=True, subgraph_roles=("body",)))
+
+
+# -- if ---------------------------------------------------------------------
+def _if_infer(types, attrs, consts, subgraphs):
+    if not types or types[0] != TensorType(BOOL, ()):
+        raise OpError(f"if: the condition must be bool[], got {types[0] if types else 'nothing'}")
+    then, other = subgraphs["then"], subgraphs["else"]
+    for role, g in (("then", then), ("else", other)):
+        _check_inputs(g, types[1:], "if", role)
+        _check_closed(g, "if", role)
+    if len(then.outputs) != len(other.outputs):
+        raise OpError(f"if: the then graph returns {len(then.outputs)} values, the else graph {len(other.outputs)}")
+    out = []
+    for j, (a, b) in enumerate(zip(then.outputs, other.outputs)):
+        if a.dtype != b.dtype or a.rank != b.rank:
+            raise OpError(f"if: output {j} is {a.type} in the then graph and {b.type} in the else graph")
+        out.append(TensorType(a.dtype, tuple(x if x == y else None for x, y in zip(a.shape, b.shape))))
+    return out
+
+
+def _if_eval(args, attrs, subgraphs, run):
+    return run(subgraphs["then" if bool(args[0]) else "else"], list(args[1:]))
+
+
+register(OpDef("if", _if_infer, _if_eval, None,
+               doc="ONNX If with explicit capture: the outputs of the branch the condition selects",
+               subgraph_roles=("then", "else")))
+
+
+# -- helpers for passes -----------------------------------------------------
+def copy_graph(graph: Graph, name: str | None = None) -> Graph:
+    """A deep copy of a closed graph (its nested graphs copied too), with
+    the same names and types. Linear in the graph's size."""
+    copy = Graph(name or graph.name)
+    env: dict[Value, Value] = {v: copy.add_input(v.type, v.name) for v in graph.inputs}
+    env.update({c: copy.add_constant(c.const, c.name, c.type) for c in graph.constants.values()})
+    for node in graph:
+        clone = _clone_node(copy, node, [env[v] for v in node.inputs])
+        copy.append(clone)
+        env.update(zip(node.outputs, clone.outputs))
+    copy.set_outputs([env[v] for v in graph.outputs])
+    return copy
+
+
+def nested_names(nodes: Iterable[Node]) -> set[str]:
+    """The input and constant names of every graph nested in ``nodes`` (a
+    graph, or a list of nodes), at any depth: a constant added to their
+    graph must avoid them, since a nested name may not repeat an enclosing
+    one. Linear in the size of the nodes and their nested graphs."""
+    names: set[str] = set()
+    stack = [sub for node in nodes for sub in node.subgraphs.values()]
+    while stack:
+        g = stack.pop()
+        names.update(v.name for v in g.inputs)
+        names.update(g.constants)
+        stack += [sub for node in g for sub in node.subgraphs.values()]
+    return names
+
+
+def add_fresh_constant(graph: Graph, array, name: str, reserved: set[str], type=None) -> Value:
+    """``graph.add_constant`` under ``name`` or ``name_<k>``, avoiding the
+    ``reserved`` names (``nested_names(graph)``) too."""
+    if name in reserved:
+        k = 1
+        while f"{name}_{k}" in reserved or f"{name}_{k}" in graph.constants:
+            k += 1
+        name = f"{name}_{k}"
+    value = graph.add_constant(array, name, type)
+    if value.name in reserved:  # the graph's own uniquing landed on a reserved name
+        graph.remove_constant(value)
+        return add_fresh_constant(graph, array, value.name, reserved, type)
+    return value
+
+
+def inline(target: Graph, body: Graph, args: Sequence[Value | None], *, before: Node | None = None,
+           constants: dict[Value, Value] | None = None, trace: str | None = None,
+           prefix: str = "", created: list[Node] | None = None, reserved: set[str] | None = None) -> list[Value]:
+    """Copy the nodes of the closed graph ``body`` into ``target`` (before
+    ``before``, or at the end) with its inputs bound to ``args`` (None for
+    an input the body never reads); returns the values of its outputs in
+    ``target``.
+
+    Body constants become constants of ``target``, named ``prefix`` plus
+    the last dotted part of their name (give a nested ``target``'s prefix so
+    no name repeats an enclosing graph's) and avoiding ``reserved`` (pass
+    ``nested_names(target)``); pass the same ``constants`` dict (body
+    constant -> target value) to several calls to make them once.
+    Copied nodes keep their own trace, else get ``trace``, and are appended
+    to ``created`` when given. Linear in the body's size.
+    """
+    if len(args) != len(body.inputs):
+        raise ValueError(f"graph @{body.name} takes {len(body.inputs)} inputs, got {len(args)}")
+    constants = {} if constants is None else constants
+    env: dict[Value, Value] = dict(zip(body.inputs, args))
+    for c in body.constants.values():
+        if c not in constants:
+            name = prefix + c.name.rsplit(".", 1)[-1]
+            constants[c] = add_fresh_constant(target, c.const, name, reserved or set(), c.type)
+        env[c] = constants[c]
+    for node in body:
+        clone = _clone_node(target, node, [env[v] for v in node.inputs])
+        clone.trace = node.trace or trace
+        if before is None:
+            target.append(clone)
+        else:
+            target.insert_before(before, clone)
+        if created is not None:
+            created.append(clone)
+        env.update(zip(node.outputs, clone.outputs))
+    return [env[v] for v in body.outputs]
+
+
+def _clone_node(graph: Graph, node: Node, inputs: list[Value]) -> Node:
+    clone = graph.create_node(node.op, inputs, node.attrs, [v.type for v in node.outputs],
+                              output_names=[v.name for v in node.outputs],
+                              subgraphs={role: copy_graph(g) for role, g in node.subgraphs.items()})
+    clone.trace = node.trace
+    return clone

@@ -1,0 +1,99 @@
+"""``if-to-where``: replace an ``if`` whose branches are cheap, cannot
+fail and give outputs of provably equal shapes by both branches inlined
+and one ``where`` per output (ONNX Where instead of If: no subgraphs,
+and later passes see through it).
+
+An ``if`` qualifies when each branch has at most ``max_nodes`` nodes, none
+with nested graphs, all of ops in ``TOTAL_OPS`` — ops defined for every
+input (no out-of-range index, no shape mismatch, no integer division by
+zero), since the branch not taken now runs too — and each output's two
+types have the same dtype and provably equal shapes (equal ints or equal
+symbolic dims), so ``where`` broadcasts nothing::
+
+    %r: f32[N] = if(%c, %x, %y) (then: graph @t(%t.x: f32[N], %t.y: f32[N]) {
+      %a: f32[N] = exp(%t.x)
+      return %a
+    }, else: graph @f(%f.x: f32[N], %f.y: f32[N]) {
+      return %f.y
+    })
+    ->
+    %a: f32[N] = exp(%x)
+    %r: f32[N] = where(%c, %a, %y)
+
+Run it after ``if-sinking`` (which decides what each branch computes).
+Linear in the graph size; nested graphs are processed too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ir import Graph, Node
+from ir.ops.control_flow import inline, nested_names
+from passes.base import Pass, register_pass
+
+# Ops that compute a value for every input of their type (NaN/Inf at worst):
+# float arithmetic, integer ring ops and comparisons, selections, casts,
+# reductions with an identity (max/min of an empty axis fail) and pure axis
+# shuffles.
+TOTAL_OPS = frozenset({
+    "neg", "abs", "sign", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "reciprocal",
+    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf",
+    "sigmoid", "softplus", "floor", "ceil", "trunc", "round_half_even", "round_half_away", "invert",
+    "isnan", "isinf", "add", "sub", "mul", "maximum", "minimum", "and", "or", "xor",
+    "eq", "ne", "lt", "le", "gt", "ge", "where", "clip", "cast", "transpose", "unsqueeze",
+    "reduce_sum", "reduce_prod", "reduce_all", "reduce_any",
+})
+FLOAT_ONLY_OPS = frozenset({"div", "floor_div", "mod", "pow"})  # integer division by zero may trap
+
+
+@register_pass
+@dataclass(frozen=True)
+class IfToWhere(Pass):
+    """Turn cheap, total, shape-compatible ``if`` nodes into ``where``
+    (see the module docstring). ``run`` returns True if any changed."""
+
+    name = "if-to-where"
+    max_nodes: int = 8
+
+    def run(self, graph: Graph) -> bool:
+        return self._run(graph, "")
+
+    def _run(self, graph: Graph, prefix: str) -> bool:
+        changed = False
+        reserved = nested_names(graph)
+        for node in graph.nodes:
+            if node.op == "if" and self._qualifies(node):
+                _replace(graph, node, prefix, reserved)
+                changed = True
+                continue
+            for sub in node.subgraphs.values():
+                changed |= self._run(sub, f"{sub.name}.")
+        return changed
+
+    def _qualifies(self, node: Node) -> bool:
+        then, other = node.subgraphs["then"], node.subgraphs["else"]
+        for branch in (then, other):
+            if len(branch) > self.max_nodes:
+                return False
+            for n in branch:
+                if n.subgraphs or not (n.op in TOTAL_OPS or n.op in FLOAT_ONLY_OPS and n.outputs[0].dtype.is_float):
+                    return False
+        return all(a.dtype == b.dtype and a.shape == b.shape and all(d is not None for d in a.shape)
+                   for a, b in zip(then.outputs, other.outputs))
+
+
+def _replace(graph: Graph, node: Node, prefix: str, reserved: set[str]) -> None:
+    """Inline both branches of ``node`` before it and select with ``where``."""
+    args = list(node.inputs[1:])
+    then, other = (inline(graph, node.subgraphs[role], args, before=node, trace=node.trace, prefix=prefix,
+                          reserved=reserved) for role in ("then", "else"))
+    for out, a, b in zip(node.outputs, then, other):
+        if a is b:
+            graph.replace_all_uses(out, a)
+            continue
+        where = graph.create_node("where", [node.inputs[0], a, b], output_names=[out.name])
+        where.trace = node.trace
+        graph.insert_before(node, where)
+        graph.replace_all_uses(out, where.output)
+    graph.erase(node)

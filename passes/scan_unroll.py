@@ -1,0 +1,121 @@
+"""``scan-unroll``: replace a ``loop`` whose trip count is a constant of at
+most ``max_trip_count`` by straight-line copies of its body, so that CSE,
+constant folding and the pattern rewrites see through it.
+
+A loop qualifies when it has no while condition (``has_condition`` false)
+and its trip count input is a constant ``n`` with ``1 <= n <=
+max_trip_count`` (the constant may come from the graph, or from folding
+the shape arithmetic ``shape-inference`` specialized). Iteration ``i``
+inlines the body (``ir.ops.control_flow.inline``) with the iteration number
+bound to a constant ``i`` and the carried values bound to the previous
+iteration's results; the carried outputs become the last iteration's values
+and each stacked output a ``concat`` of the per-step values, each with a
+new leading axis::
+
+    %s: f32[3], %ys: f32[2,3] = loop(%n, %s0, %xs) {has_condition=false, num_carried=1} (
+      body: graph @scan0(%scan0.i: i64[], %scan0.s: f32[3], %scan0.xs: f32[2,3]) {
+        %x: f32[3] = gather(%scan0.xs, %scan0.i) {axis=0}
+        %s1: f32[3] = add(%scan0.s, %x)
+        return %s1, %s1
+      })                                              (with const %n: i64[] = 2)
+    ->
+    %x: f32[3] = gather(%xs, %i) {axis=0}             (const %i: i64[] = 0)
+    %s1: f32[3] = add(%s0, %x)
+    %x_1: f32[3] = gather(%xs, %i_1) {axis=0}         (const %i_1: i64[] = 1)
+    %s1_1: f32[3] = add(%s1, %x_1)
+    %u: f32[1,3] = unsqueeze(%s1) {axes=[0]}
+    %u_1: f32[1,3] = unsqueeze(%s1_1) {axes=[0]}
+    %ys: f32[2,3] = concat(%u, %u_1) {axis=0}         (uses of %s read %s1_1)
+
+Loops nested in a body are unrolled when their copies land in the graph,
+and the pass also works inside the bodies of loops it keeps and of ``if``
+branches. The time is linear in the size of the unrolled graph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ir import Graph, Node, Value
+from ir.ops.control_flow import add_fresh_constant, inline, nested_names
+from passes.base import Pass, register_pass
+
+DEFAULT_MAX_TRIP_COUNT = 64
+
+
+@register_pass
+@dataclass(frozen=True)
+class ScanUnroll(Pass):
+    """Unroll loops with a constant trip count of at most ``max_trip_count``
+    (see the module docstring). ``run`` returns True if it unrolled any."""
+
+    name = "scan-unroll"
+    max_trip_count: int = DEFAULT_MAX_TRIP_COUNT
+
+    def run(self, graph: Graph) -> bool:
+        return self._run(graph, "")
+
+    def _run(self, graph: Graph, prefix: str) -> bool:
+        changed = False
+        reserved = nested_names(graph)
+        worklist = [node for node in graph if node.subgraphs]
+        while worklist:
+            node = worklist.pop()
+            if node.graph is not graph:
+                continue
+            count = trip_count(node)
+            if count is not None and 1 <= count <= self.max_trip_count:
+                worklist += [n for n in unroll(graph, node, count, prefix, reserved) if n.subgraphs]
+                changed = True
+                continue
+            for sub in node.subgraphs.values():
+                changed |= self._run(sub, f"{sub.name}.")
+        return changed
+
+
+def trip_count(node: Node) -> int | None:
+    """The constant trip count of a ``loop`` without a while condition, else None."""
+    if node.op != "loop" or node.attrs["has_condition"]:
+        return None
+    n = node.inputs[0].const
+    return None if n is None else int(n)
+
+
+def unroll(graph: Graph, node: Node, count: int, prefix: str = "", reserved: set[str] | None = None) -> list[Node]:
+    """Replace ``loop`` ``node`` of ``graph`` by ``count`` inlined copies of
+    its body (see the module docstring) and erase it. New constants are
+    named with ``prefix`` (the graph's, when it is a nested graph) and avoid
+    ``reserved`` (``nested_names(graph)``, computed if not given). Returns
+    the nodes created."""
+    reserved = nested_names(graph) if reserved is None else reserved
+    body = node.subgraphs["body"]
+    k = node.attrs["num_carried"]
+    carried, invariant = list(node.inputs[1:1 + k]), list(node.inputs[1 + k:])
+    created: list[Node] = []
+    constants: dict[Value, Value] = {}
+    steps: list[list[Value]] = [[] for _ in body.outputs[k:]]
+    for i in range(count):
+        index = add_fresh_constant(graph, np.array(i, dtype=np.int64), f"{prefix}i", reserved)
+        outs = inline(graph, body, [index, *carried, *invariant], before=node, constants=constants,
+                      trace=node.trace, prefix=prefix, created=created, reserved=reserved)
+        carried = outs[:k]
+        for per_step, value in zip(steps, outs[k:]):
+            per_step.append(value)
+    for old, new in zip(node.outputs[:k], carried):
+        graph.replace_all_uses(old, new)
+    for old, values in zip(node.outputs[k:], steps):
+        rows = [_add(graph, node, "unsqueeze", [v], {"axes": [0]}, created) for v in values]
+        stacked = rows[0] if count == 1 else _add(graph, node, "concat", rows, {"axis": 0}, created)
+        graph.replace_all_uses(old, stacked)
+    graph.erase(node)
+    return created
+
+
+def _add(graph: Graph, anchor: Node, op: str, inputs: list[Value], attrs: dict, created: list[Node]) -> Value:
+    new = graph.create_node(op, inputs, attrs)
+    new.trace = anchor.trace
+    graph.insert_before(anchor, new)
+    created.append(new)
+    return new.output

@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 
 from backends.onnx import emit_model
+from compiler import shapes
 from compiler.lowering import graph_spec, lower
 from ir import Graph
 from ir.printer import print_graph
@@ -86,7 +87,10 @@ class CompiledModel:
 
 def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, outputs=None, opset: int = 18,
                     dump_ir: str | os.PathLike | None = None, bake_shared: bool = True,
-                    verify_each_pass: bool = True, name: str = "main") -> CompiledModel:
+                    verify_each_pass: bool = True, name: str = "main",
+                    emit_options: dict | None = None,
+                    input_shapes: dict | None = None, example_inputs: Sequence | None = None,
+                    check_dynamic: bool = False, value_info: bool = False) -> CompiledModel:
     """Compile a PyTensor graph into an ONNX model.
 
     Args:
@@ -102,6 +106,19 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
             current value (True) or stay graph inputs (False).
         verify_each_pass: run the IR verifier after lowering and each pass.
         name: the ONNX graph name.
+        emit_options: keyword options for ``emit_model`` (``float64_conv``,
+            ``silu``, ``gelu``, ``max_pool_nan``; see
+            ``backends.onnx.EmitOptions``).
+        input_shapes: input name (or PyTensor variable) -> one entry per
+            axis: an int pins the dim, a str names it (``("batch", 1, 28,
+            28)``), None keeps it (unknown dims are named ``<input>_dim<axis>``).
+        example_inputs: one array per ONNX input: the model is specialized
+            to their shapes (every dim static, shape arithmetic folded by the
+            passes), except dims ``input_shapes`` names.
+        check_dynamic: after emitting, run the model in onnxruntime at two
+            sizes of every symbolic input dim and compare with PyTensor
+            (``compiler.shapes.check_dynamic``).
+        value_info: declare the type of every intermediate value in the model.
 
     Returns:
         A ``CompiledModel``.
@@ -110,10 +127,15 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
         compiler.errors.UnsupportedOpsError: the graph holds ops with no
             lowering (all listed, with source lines).
         ir.verifier.VerificationError: a pass broke the IR.
+        compiler.shapes.InputShapeError: ``input_shapes`` or
+            ``example_inputs`` contradict the graph.
+        compiler.shapes.DynamicShapeError: ``check_dynamic`` found the model
+            wrong at some size.
     """
     start = time.perf_counter()
     lowered = lower(graph_spec(graph, outputs), bake_shared=bake_shared, name=name)
     ir_graph = lowered.graph
+    example_sizes = shapes.apply_input_shapes(ir_graph, lowered.input_vars, input_shapes, example_inputs)
     history: list[PassRecord] = []
     dump_dir = Path(dump_ir) if dump_ir is not None else None
     if dump_dir is not None:
@@ -130,6 +152,10 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
     record("lowered", True, time.perf_counter() - start)
     pipeline = resolve_passes(DEFAULT_PIPELINE if passes is None else passes)
     run_pipeline(ir_graph, pipeline, lambda p, g, changed, s: record(p.name, changed, s))
-    model = emit_model(ir_graph, opset=opset)
-    return CompiledModel(model, ir_graph, history, [v.name for v in ir_graph.inputs],
-                         [o.name for o in model.graph.output], time.perf_counter() - start)
+    model = emit_model(ir_graph, opset=opset, value_info=value_info, **(emit_options or {}))
+    compiled = CompiledModel(model, ir_graph, history, [v.name for v in ir_graph.inputs],
+                             [o.name for o in model.graph.output], time.perf_counter() - start)
+    if check_dynamic:
+        shapes.check_dynamic(model, ir_graph, lowered.input_vars, lowered.output_vars,
+                             example_sizes=example_sizes, session=compiled.session)
+    return compiled

@@ -2,8 +2,9 @@
 
 Each rule is a small function ``rule(rw, node)`` on a node of one op; it
 returns the value that replaces ``node``'s output, or a string saying why it
-did not fire (logged at debug level under ``passes.canonicalize``). ``RULES``
-lists them all. A worklist driver applies them until none fires: a rewrite
+did not fire. ``on(op, fn)`` makes it a rule of the pattern engine
+(``passes/pattern.py``), whose worklist driver applies ``RULES`` until none
+fires (misses are logged at debug level under ``passes.pattern``): a rewrite
 requeues the nodes whose inputs it changed and the nodes it created, and
 erases the nodes it left dead. Only exact identities are allowed (NaN, Inf,
 -0.0 and integer wrap-around included):
@@ -43,67 +44,34 @@ erases the nodes it left dead. Only exact identities are allowed (NaN, Inf,
 Deliberately absent: ``x + 0 -> x`` (wrong for ``x = -0.0``: ``-0.0 + 0.0``
 is ``+0.0``) and ``x * 0 -> 0`` (wrong for NaN and Inf).
 
-A replacement must have exactly the type of the value it replaces; when it
-does not, the rewrite is undone and logged. Each node is visited once plus
+A replacement must have the type of the value it replaces (the engine
+accepts a more precise dim only where the old one was unknown); otherwise the
+rewrite is undone and logged. Each node is visited once plus
 once per change of its inputs: O(nodes) for the rules here.
 """
 
 from __future__ import annotations
 
-import logging
-from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 
 from ir import Graph, Node, Value
 from ir.ops.common import normalize_axis
 from passes.base import Pass, register_pass
-
-log = logging.getLogger(__name__)
-
-
-class Rewriter:
-    """What a rule may do besides returning a value: create nodes. They are
-    inserted just before the node being rewritten, carry its source line and
-    its output's name hint, and are queued for the rules in turn.
-
-    Attributes:
-        graph: the graph being rewritten.
-        root: the node the current rule is looking at.
-    """
-
-    def __init__(self, graph: Graph):
-        self.graph = graph
-        self.root: Node | None = None
-        self.created: list[Node] = []
-
-    def add(self, op: str, inputs: Sequence[Value], attrs: dict | None = None) -> Value:
-        """A new single-output ``op(inputs){attrs}`` node before the root; returns
-        its output (type inferred). Raises ``OpError`` if the op rejects them."""
-        node = self.graph.create_node(op, list(inputs), attrs, output_names=[self.root.output.name])
-        node.trace = self.root.trace
-        self.graph.insert_before(self.root, node)
-        self.created.append(node)
-        return node.output
+from passes.pattern import Op, Rewriter, Rule, RuleSet, Var, apply_rules
 
 
-RuleFn = Callable[[Rewriter, Node], "Value | str"]
+NodeRule = Callable[[Rewriter, Node], "Value | str"]
 
 
-@dataclass(frozen=True)
-class Rule:
-    """A rewrite rule: the op of the nodes it looks at and the function
-    returning the replacement value (or why it did not fire)."""
-
-    op: str
-    fn: RuleFn
-
-    @property
-    def name(self) -> str:
-        """The rule's function name, as logged."""
-        return self.fn.__name__
+def on(op: str, fn: NodeRule) -> Rule:
+    """A rule of the pattern engine looking at every ``op`` node, whatever its
+    inputs, with ``fn(rw, node)`` deciding (named after ``fn``)."""
+    code = fn.__code__
+    return Rule(fn.__name__, Op(op, rest=Var()), lambda rw, m: fn(rw, m.root),
+                defined_at=f"{code.co_filename}:{code.co_firstlineno}")
 
 
 # -- pattern helpers -------------------------------------------------------
@@ -208,19 +176,19 @@ def div_by_one(rw: Rewriter, node: Node) -> Value | str:
 BROADCASTING_OPS = ("add", "sub", "mul", "div", "floor_div", "mod", "pow", "maximum", "minimum",
                     "and", "or", "xor", "eq", "ne", "lt", "le", "gt", "ge", "clip", "where")
 
-RULES: list[Rule] = [
-    *(Rule(op, bypass_leading_unsqueeze) for op in BROADCASTING_OPS),  # 1
-    Rule("cast", cast_to_same_dtype),                                   # 2
-    Rule("transpose", identity_transpose),                              # 2
-    Rule("reshape", reshape_to_same_shape),                             # 2
-    Rule("squeeze", no_axes),                                           # 2
-    Rule("unsqueeze", no_axes),                                         # 2
-    Rule("transpose", transpose_of_transpose),                          # 3
-    Rule("unsqueeze", unsqueeze_of_squeeze),                            # 4
-    Rule("squeeze", squeeze_of_unsqueeze),                              # 4
-    Rule("mul", mul_by_one),                                            # 5
-    Rule("div", div_by_one),                                            # 5
-]
+RULES = RuleSet([
+    *(on(op, bypass_leading_unsqueeze) for op in BROADCASTING_OPS),  # 1
+    on("cast", cast_to_same_dtype),                                   # 2
+    on("transpose", identity_transpose),                              # 2
+    on("reshape", reshape_to_same_shape),                             # 2
+    on("squeeze", no_axes),                                           # 2
+    on("unsqueeze", no_axes),                                         # 2
+    on("transpose", transpose_of_transpose),                          # 3
+    on("unsqueeze", unsqueeze_of_squeeze),                            # 4
+    on("squeeze", squeeze_of_unsqueeze),                              # 4
+    on("mul", mul_by_one),                                            # 5
+    on("div", div_by_one),                                            # 5
+])
 
 
 @register_pass
@@ -232,60 +200,4 @@ class Canonicalize(Pass):
     name = "canonicalize"
 
     def run(self, graph: Graph) -> bool:
-        by_op: dict[str, list[Rule]] = {}
-        for rule in RULES:
-            by_op.setdefault(rule.op, []).append(rule)
-        rw = Rewriter(graph)
-        work = deque(graph)
-        queued = set(work)
-        changed = False
-        while work:
-            node = work.popleft()
-            queued.discard(node)
-            if node.graph is not graph or len(node.outputs) != 1:
-                continue
-            for rule in by_op.get(node.op, ()):
-                new = _apply(rw, rule, node)
-                if new is None:
-                    continue
-                old = node.output
-                touched = [use.node for use in old.uses()] + rw.created
-                graph.replace_all_uses(old, new)
-                _erase_dead(graph, node)
-                for n in touched:
-                    if n not in queued:
-                        queued.add(n)
-                        work.append(n)
-                changed = True
-                break
-        return changed
-
-
-def _apply(rw: Rewriter, rule: Rule, node: Node) -> Value | None:
-    """Run ``rule`` on ``node``: the replacement value, or None (the reason
-    logged, and any node the rule created erased)."""
-    rw.root, rw.created = node, []
-    result = rule.fn(rw, node)
-    if isinstance(result, Value) and result.type != node.output.type:
-        result = f"replacement type {result.type} != {node.output.type}"
-    if isinstance(result, str):
-        log.debug("%s did not fire on %s: %s", rule.name, node.op, result)
-        for created in reversed(rw.created):
-            graph = created.graph
-            if graph is not None and not any(out.num_uses for out in created.outputs):
-                graph.erase(created)
-        rw.created = []
-        return None
-    log.debug("%s fired on %s", rule.name, node.op)
-    return result
-
-
-def _erase_dead(graph: Graph, node: Node) -> None:
-    """Erase ``node`` if nothing reads it, then its producers that became dead."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.graph is not graph or any(out.num_uses or out in graph.outputs for out in n.outputs):
-            continue
-        stack.extend(v.producer for v in n.inputs if v.producer is not None)
-        graph.erase(n)
+        return apply_rules(graph, RULES)

@@ -338,9 +338,10 @@ def test_why_a_rule_did_not_fire_is_logged(caplog):
           %y: f64[3] = cast(%x) {to=f64}
           return %y
         }""")
-    with caplog.at_level(logging.DEBUG, logger="passes.canonicalize"):
+    with caplog.at_level(logging.DEBUG, logger="passes.pattern"):
         assert CANON.run(graph) is False
-    assert "cast_to_same_dtype did not fire on cast: casts to another dtype" in caplog.text
+    assert "rule cast_to_same_dtype" in caplog.text
+    assert "did not fire on cast -> %y: casts to another dtype" in caplog.text
 
 
 # -- the driver ----------------------------------------------------------------

@@ -1,8 +1,8 @@
 """The ``pytensor-onnx`` console script.
 
 Subcommands:
-    ``demo``    train an MLP on scikit-learn's digits, compile it to ONNX and
-                compare onnxruntime with PyTensor (``compiler.demo``).
+    ``demo``    train a CNN (or an MLP) on scikit-learn's digits, compile it to
+                ONNX and compare onnxruntime with PyTensor (``compiler.demo``).
     ``passes``  list the registered passes and the default pipeline.
 
 ``python -m compiler.cli ...`` is the same program. Heavy imports (PyTensor,
@@ -60,7 +60,9 @@ def format_passes() -> str:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from compiler.demo import format_report, run_demo
 
-    report = run_demo(args.out, epochs=args.epochs, seed=args.seed, log=lambda line: print(line, flush=True))
+    mode = None if args.mode == "default" else args.mode
+    report = run_demo(args.out, model=args.model, epochs=args.epochs, seed=args.seed, mode=mode,
+                      log=lambda line: print(line, flush=True))
     print(format_report(report))
     return 0 if report.ok else 1
 
@@ -72,17 +74,23 @@ def _cmd_passes(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the console script."""
-    from compiler.demo import DEFAULT_EPOCHS, DEFAULT_SEED
+    from compiler.demo import DEFAULT_EPOCHS, DEFAULT_MODE, DEFAULT_MODEL, DEFAULT_SEED, MODELS
 
     parser = argparse.ArgumentParser(prog="pytensor-onnx",
                                      description="A graph-rewrite compiler from PyTensor graphs to ONNX.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="train an MLP on the digits data set, compile it to ONNX, "
+    demo = sub.add_parser("demo", help="train a CNN on the digits data set, compile it to ONNX, "
                                        "check onnxruntime against PyTensor")
     demo.add_argument("--out", default="demo-out", metavar="DIR",
                       help="output directory for model.onnx and the IR dumps (default: ./demo-out)")
+    demo.add_argument("--model", choices=list(MODELS), default=DEFAULT_MODEL,
+                      help=f"the network to train (default: {DEFAULT_MODEL})")
+    demo.add_argument("--mode", default=DEFAULT_MODE, metavar="MODE",
+                      help="PyTensor mode for training and the reference run: FAST_COMPILE, NUMBA, C, ..., "
+                           f"or 'default' for PyTensor's default (default: {DEFAULT_MODE}, which compiles "
+                           "nothing, so a first run is as fast as later ones)")
     demo.add_argument("--epochs", type=int, default=DEFAULT_EPOCHS, metavar="N",
                       help=f"training epochs (default: {DEFAULT_EPOCHS})")
     demo.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="S",

@@ -95,13 +95,14 @@ def test_demo_exit_status_follows_the_comparison(identical, diff, status, monkey
     import compiler.demo
     from compiler.demo import DemoReport
 
-    def fake_run_demo(out_dir, epochs, seed, log):
-        assert (out_dir, epochs, seed) == (str(tmp_path), 4, 7)
+    def fake_run_demo(out_dir, model, epochs, seed, mode, log):
+        assert (out_dir, model, epochs, seed, mode) == (str(tmp_path), "mlp", 4, 7, None)
         return DemoReport(epochs=epochs, seed=seed, final_loss=0.1, train_accuracy=1.0, test_accuracy_pytensor=1.0,
                           test_accuracy_onnx=1.0, predictions_identical=identical, max_abs_diff=diff, node_count=6,
                           op_histogram={"MatMul": 2}, compile_seconds=0.1, train_seconds=1.0,
-                          model_path=tmp_path / "model.onnx")
+                          model_path=tmp_path / "model.onnx", model=model)
 
     monkeypatch.setattr(compiler.demo, "run_demo", fake_run_demo)
-    assert main(["demo", "--out", str(tmp_path), "--epochs", "4", "--seed", "7"]) == status
+    assert main(["demo", "--out", str(tmp_path), "--model", "mlp", "--epochs", "4", "--seed", "7",
+                 "--mode", "default"]) == status
     assert capsys.readouterr().out.splitlines()[-1].endswith("OK" if status == 0 else "onnxruntime")

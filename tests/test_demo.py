@@ -1,5 +1,7 @@
-"""The digits demo end to end: training, compilation, and onnxruntime against
-PyTensor on the test split; plus the console script's report."""
+"""The digits demo end to end: the CNN trained with ``compiler.nn`` and
+``pytensor.grad``, compiled with the default pipeline to the nine ONNX nodes
+a person would write, and onnxruntime against PyTensor on the test split;
+the MLP behind ``--model mlp``; the console script's report."""
 
 from __future__ import annotations
 
@@ -11,11 +13,13 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from compiler.demo import (DemoReport, NODE_BUDGET, PROB_TOLERANCE, adam_updates, format_histogram,
-                           format_report, load_digits_split, run_demo)
+from compiler.demo import (MODELS, DemoReport, adam_updates, format_histogram, format_report, load_digits_split,
+                           run_demo)
 
-EPOCHS = 3  # ~0.96 test accuracy with seed 0; the default (10) reaches ~0.98
-EXPECTED_OPS = {"MatMul": 2, "Add": 2, "Max": 1, "Softmax": 1}
+EPOCHS = 3  # ~0.97 test accuracy with seed 0; the default (10) reaches ~0.98
+CNN_OPS = ["Conv", "Relu", "MaxPool", "Conv", "Relu", "MaxPool", "Flatten", "Gemm", "Softmax"]
+CNN_HISTOGRAM = {"Conv": 2, "Relu": 2, "MaxPool": 2, "Flatten": 1, "Gemm": 1, "Softmax": 1}
+MLP_HISTOGRAM = {"Gemm": 2, "Relu": 1, "Softmax": 1}
 
 
 @pytest.fixture(scope="module")
@@ -26,17 +30,19 @@ def demo(tmp_path_factory) -> tuple[DemoReport, object]:
 
 def test_demo_onnxruntime_matches_pytensor(demo):
     report, _ = demo
+    assert report.model == "cnn"
     assert report.predictions_identical
-    assert report.max_abs_diff <= PROB_TOLERANCE
+    assert report.max_abs_diff <= 1e-5
     assert report.test_accuracy_onnx == report.test_accuracy_pytensor
     assert report.test_accuracy_pytensor >= 0.9
     assert report.ok
 
 
-def test_demo_model_is_six_plain_nodes(demo):
+def test_demo_cnn_node_count_and_op_histogram(demo):
     report, _ = demo
-    assert report.node_count <= NODE_BUDGET
-    assert report.op_histogram == EXPECTED_OPS, format_histogram(report.op_histogram)
+    assert report.node_count == 9
+    assert report.op_histogram == CNN_HISTOGRAM, format_histogram(report.op_histogram)
+    assert report.op_histogram == MODELS["cnn"].expected_ops
 
 
 def test_demo_writes_a_valid_model_and_ir_dumps(demo):
@@ -44,12 +50,14 @@ def test_demo_writes_a_valid_model_and_ir_dumps(demo):
     assert report.model_path == out / "model.onnx"
     model = onnx.load(report.model_path)
     onnx.checker.check_model(model, full_check=True)
-    assert [n.op_type for n in model.graph.node] == ["MatMul", "Add", "Max", "MatMul", "Add", "Softmax"]
+    assert [n.op_type for n in model.graph.node] == CNN_OPS
+    convs = [n for n in model.graph.node if n.op_type == "Conv"]
+    assert [list(n.input)[1:] for n in convs] == [["W1", "b1"], ["W2", "b2"]]  # biases fused, weights named
     (x,) = model.graph.input
     dims = x.type.tensor_type.shape.dim
     assert x.name == "x" and x.type.tensor_type.elem_type == onnx.TensorProto.FLOAT
-    assert len(dims) == 2 and dims[1].dim_value == 64
-    assert {"W1", "b1", "W2", "b2"} <= {init.name for init in model.graph.initializer}
+    assert [d.dim_value for d in dims[1:]] == [1, 8, 8] and dims[0].dim_param
+    assert {"W1", "b1", "W2", "b2", "W3", "b3"} <= {init.name for init in model.graph.initializer}
     names = [p.name for p in report.ir_files]
     assert names[0] == "00-lowered.ir" and len(names) >= 2
     assert all((out / "ir" / name).read_text().startswith("graph @main(") for name in names)
@@ -65,9 +73,23 @@ def test_saved_model_is_the_one_that_was_checked(demo):
     assert np.mean(probs.argmax(axis=1) == data.y_test) == report.test_accuracy_onnx
 
 
+def test_mlp_model_is_still_available(tmp_path):
+    report = run_demo(tmp_path, model="mlp", epochs=2, seed=0, log=None)
+    assert report.op_histogram == MLP_HISTOGRAM, format_histogram(report.op_histogram)
+    assert report.max_abs_diff <= 1e-6 and report.ok
+    assert report.test_accuracy_pytensor >= 0.85
+    (x,) = onnx.load(report.model_path).graph.input
+    assert [d.dim_value for d in x.type.tensor_type.shape.dim[1:]] == [64]
+
+
+def test_unknown_model_is_rejected(tmp_path):
+    with pytest.raises(ValueError, match="unknown model 'resnet'; known: cnn, mlp"):
+        run_demo(tmp_path, model="resnet", epochs=1, log=None)
+
+
 def test_load_digits_split_is_stratified_and_scaled():
     data = load_digits_split(0)
-    assert data.x_train.shape == (1437, 64) and data.x_test.shape == (360, 64)
+    assert data.x_train.shape == (1437, 1, 8, 8) and data.x_test.shape == (360, 1, 8, 8)
     assert data.x_train.dtype == np.float32 and data.y_train.dtype == np.int64
     assert data.x_train.min() == 0.0 and data.x_train.max() == 1.0
     # stratified: each class holds the same share of both splits, to one image
@@ -101,19 +123,29 @@ def test_adam_updates_match_numpy_reference():
 
 
 def test_format_report_lists_every_number(tmp_path):
+    ir = tmp_path / "ir"
     report = DemoReport(epochs=1, seed=0, final_loss=0.5, train_accuracy=0.9, test_accuracy_pytensor=0.95,
                         test_accuracy_onnx=0.95, predictions_identical=False, max_abs_diff=2.5e-7,
-                        node_count=7, op_histogram={"MatMul": 2, "Add": 3, "Max": 1, "Softmax": 1},
-                        compile_seconds=0.0123, train_seconds=1.5, model_path=tmp_path / "model.onnx",
-                        ir_files=[tmp_path / "ir" / "00-lowered.ir"])
+                        node_count=10, op_histogram={"Conv": 2, "Relu": 2, "MaxPool": 2, "Reshape": 1, "MatMul": 1,
+                                                     "Add": 1, "Softmax": 1},
+                        compile_seconds=0.0123, train_seconds=1.5, model_path=tmp_path / "model.onnx", model="cnn",
+                        ir_files=[ir / "00-lowered.ir", ir / "01-canonicalize.ir", ir / "02-dce.ir"])
     text = format_report(report)
+    assert text.startswith("== pytensor-onnx demo: digits CNN ==")
     assert "identical predictions:        NO" in text
-    assert "max abs probability diff:     2.500e-07" in text
-    assert "ONNX nodes:                   7  (over the budget of 6)" in text
-    assert "ONNX ops:                     MatMul x2, Add x3, Max x1, Softmax x1" in text
+    assert "max abs probability diff:     2.500e-07  (tolerance 1e-05)" in text
+    assert "ONNX nodes:                   10  (over the budget of 9)" in text
+    assert ("ONNX ops:                     Conv x2, Relu x2, MaxPool x2, Reshape x1, MatMul x1, Add x1, "
+            "Softmax x1") in text
     assert "compile time:                 12.3 ms" in text
-    assert str(tmp_path / "ir" / "00-lowered.ir") in text
+    assert f"IR dumps:                     {ir}/ (3 files: 00-lowered.ir ... 02-dce.ir)" in text
     assert not report.ok and text.endswith("MISMATCH between PyTensor and onnxruntime")
+    report.predictions_identical = True
+    assert report.ok
+    report.model = "mlp"  # the MLP's tolerance is 1e-6
+    assert report.ok and "tolerance 1e-06" in format_report(report)
+    report.max_abs_diff = 2e-6
+    assert not report.ok
 
 
 def test_console_script_demo(tmp_path):
@@ -123,9 +155,10 @@ def test_console_script_demo(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert [line.split()[:2] for line in lines if line.startswith("epoch")] == [["epoch", "1/2"], ["epoch", "2/2"]]
+    assert "== pytensor-onnx demo: digits CNN ==" in lines
     assert "identical predictions:        yes" in lines
-    assert "ONNX nodes:                   6" in lines
-    assert "ONNX ops:                     MatMul x2, Add x2, Max x1, Softmax x1" in lines
+    assert "ONNX nodes:                   9" in lines
+    assert "ONNX ops:                     Conv x2, Relu x2, MaxPool x2, Flatten x1, Gemm x1, Softmax x1" in lines
     assert f"wrote:                        {out / 'model.onnx'}" in lines
     assert lines[-1] == "result:                       OK"
     acc = {line.split(":")[0]: float(line.split()[-1]) for line in lines if line.startswith("test accuracy")}

@@ -13,7 +13,7 @@ import pytest
 from pytensor.tensor.signal import convolve2d
 
 from compiler import compile_to_onnx
-from compiler.demo import inference_graph, init_params
+from compiler.demo import inference_graph, init_mlp_params
 from compiler.shapes import onnx_shape_disagreements
 from tests.helpers import assert_same, pytensor_reference
 from tests.shapes.helpers import SHAPE_PIPELINE, assert_declared_shapes, onnx_dims, shape_arithmetic
@@ -22,7 +22,7 @@ RNG = np.random.default_rng(3)
 
 
 def mlp():
-    return inference_graph(init_params(64, 16, 10, seed=0))
+    return inference_graph(init_mlp_params(0, hidden=16), "mlp")
 
 
 def cnn_features(x, kernels):

@@ -24,7 +24,8 @@ from tests.control_flow.helpers import C_MODE, check, onnx_ops
 
 # Lowered graphs keep their loops through these; UNROLL adds scan-unroll.
 LOOP_PASSES = ["canonicalize", "constant-folding", "canonicalize", "cse", "dce"]
-UNROLL_PASSES = ["canonicalize", "constant-folding", "scan-unroll", "canonicalize", "constant-folding", "cse", "dce"]
+UNROLL_PASSES = ["canonicalize", "constant-folding", "scan-unroll", "canonicalize", "constant-folding", "cse", "dce",
+                 "shape-inference"]
 SEQUENCE_MODELS = ["cumsum", "elman", "gru", "lstm", "two_taps", "backwards", "ifelse_inside"]
 
 

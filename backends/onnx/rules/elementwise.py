@@ -10,6 +10,7 @@ from __future__ import annotations
 from backends.onnx.rules.common import B, F16, F32, F64, float_compute, in_f32, kernel_op, where
 from backends.onnx.registry import emits
 from backends.onnx.rules.transcendental import F64_FORMULAS
+from ir.types import DType
 
 # IR op -> ONNX op for float math. float16 computes in float32 (NumPy does);
 # float64 uses ``transcendental.F64_FORMULAS`` where onnxruntime has no
@@ -68,10 +69,16 @@ def arithmetic(ctx, node, a, b):
 @emits("maximum", "minimum")
 def extremum(ctx, node, a, b):
     """``np.maximum``/``np.minimum``: Max/Min (onnxruntime propagates NaN from
-    either side, as NumPy does); Or/And on bool; int16/uint16 via int32."""
+    either side, as NumPy does); Or/And on bool; int16/uint16 via int32;
+    int64 as ``Where(Greater(a, b), a, b)`` (resp. ``Less``), because
+    onnxruntime 1.31's int64 Max/Min are wrong for some values (Max(0, 2**31)
+    is 0)."""
     dtype = node.inputs[0].dtype
     if dtype == B:
         return ctx.op("Or" if node.op == "maximum" else "And", a, b)
+    if dtype == DType.INT64:
+        wins = ctx.op("Greater" if node.op == "maximum" else "Less", a, b)
+        return ctx.op("Where", wins, a, b)
     onnx_op = "Max" if node.op == "maximum" else "Min"
     return in_f32(ctx, dtype, lambda x, y: kernel_op(ctx, onnx_op, float_compute(dtype), x, y), a, b)
 

@@ -49,16 +49,23 @@ class CumulativeScan(Pass):
     name = "cumulative-scan"
 
     def run(self, graph: Graph) -> bool:
+        return self._run(graph, frozenset())
+
+    def _run(self, graph: Graph, enclosing: frozenset[str]) -> bool:
+        """Rewrite ``graph`` and, recursively, its nested graphs; new constants
+        avoid the names of nested graphs and of ``enclosing`` graphs (a nested
+        name may not repeat an enclosing one)."""
         changed = False
-        reserved = nested_names(graph)
+        reserved = nested_names(graph) | enclosing
         for node in graph.nodes:
             match = _match(node) if node.op == "loop" else None
             if match is not None:
                 _replace(graph, node, *match, reserved)
                 changed = True
                 continue
+            own = enclosing | {v.name for v in graph.inputs} | set(graph.constants)
             for sub in node.subgraphs.values():
-                changed |= self.run(sub)
+                changed |= self._run(sub, own)
         return changed
 
 

@@ -15,30 +15,40 @@ LoweringRule = Callable[..., list]
 _RULES: dict[type, LoweringRule] = {}
 
 
-def lowers(*op_types: type):
-    """Decorator registering a rule for each PyTensor Op class in ``op_types``.
+def class_table_decorator(table: dict[type, Callable], kind: str):
+    """A decorator factory ``deco(*classes)(rule)`` that puts ``rule`` in
+    ``table`` under each class, refusing a class that already has a ``kind``
+    rule (ValueError)."""
 
-    Raises:
-        ValueError: a class already has a rule.
-    """
+    def deco(*op_types: type):
+        def register(rule: Callable) -> Callable:
+            for t in op_types:
+                if t in table:
+                    raise ValueError(f"{t.__name__} already has a {kind} rule: {table[t].__name__}")
+                table[t] = rule
+            return rule
 
-    def register(rule: LoweringRule) -> LoweringRule:
-        for t in op_types:
-            if t in _RULES:
-                raise ValueError(f"{t.__name__} already has a lowering rule: {_RULES[t].__name__}")
-            _RULES[t] = rule
-        return rule
+        return register
 
-    return register
+    return deco
+
+
+def find_in_mro(table: dict[type, Callable], op) -> Callable | None:
+    """The rule in ``table`` for the first class of ``type(op).__mro__`` that has one."""
+    return next((table[c] for c in type(op).__mro__ if c in table), None)
+
+
+lowers = class_table_decorator(_RULES, "lowering")
+lowers.__doc__ = """Decorator registering a rule for each PyTensor Op class given.
+
+Raises:
+    ValueError: a class already has a rule.
+"""
 
 
 def find_rule(op) -> LoweringRule | None:
     """The rule for ``op`` (an Op instance), or None if no class in its MRO has one."""
-    for cls in type(op).__mro__:
-        rule = _RULES.get(cls)
-        if rule is not None:
-            return rule
-    return None
+    return find_in_mro(_RULES, op)
 
 
 def supported_op_types() -> list[type]:

@@ -35,6 +35,7 @@ from pytensor.tensor.math import MulWithoutZeros
 
 from compiler.errors import LoweringError, Unsupported
 from compiler.lowering.context import LoweringContext, ir_dtype
+from compiler.lowering.registry import class_table_decorator, find_in_mro
 from ir import DType, Value
 
 ScalarRule = Callable[[LoweringContext, object, list], list]
@@ -44,21 +45,9 @@ _SCALAR_RULES: dict[type, ScalarRule] = {}
 BOOL = DType.BOOL
 
 
-def scalar_rule(*op_types: type):
-    """Decorator registering a scalar rule for each PyTensor ``ScalarOp`` class.
-
-    Raises:
-        ValueError: a class already has a scalar rule.
-    """
-
-    def register(rule: ScalarRule) -> ScalarRule:
-        for t in op_types:
-            if t in _SCALAR_RULES:
-                raise ValueError(f"{t.__name__} already has a scalar rule: {_SCALAR_RULES[t].__name__}")
-            _SCALAR_RULES[t] = rule
-        return rule
-
-    return register
+# Decorator registering a scalar rule for each PyTensor ``ScalarOp`` class
+# given (ValueError if a class already has one).
+scalar_rule = class_table_decorator(_SCALAR_RULES, "scalar")
 
 
 def supported_scalar_ops() -> list[type]:
@@ -73,7 +62,7 @@ def lower_scalar_node(ctx: LoweringContext, node, args: Sequence[Value]) -> list
         Unsupported: the scalar op has no exact IR lowering (the message names it).
         LoweringError: a rule returned values of the wrong dtype (a bug here).
     """
-    rule = next((_SCALAR_RULES[c] for c in type(node.op).__mro__ if c in _SCALAR_RULES), None)
+    rule = find_in_mro(_SCALAR_RULES, node.op)
     if rule is None:
         raise Unsupported(f"scalar op {node.op} ({type(node.op).__name__}) has no exact ONNX lowering")
     results = rule(ctx, node, list(args))

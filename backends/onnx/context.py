@@ -57,7 +57,10 @@ class EmitOptions:
             out and issues a ``UserWarning`` naming the op.
         silu: ``"function"`` emits ``silu`` as a call of the model-local
             function ``SiLU`` (domain ``pytensor_onnx``); ``"primitive"``
-            inlines its body.
+            inlines its body; ``"auto"`` (default) is ``"primitive"`` under
+            ``numerics="fast"`` (onnxruntime then also turns a following
+            nearest Resize into its NCHWc Upsample: YOLO11n 62 ms against
+            66 ms with the function) and ``"function"`` under ``"strict"``.
         gelu: the same for ``gelu`` (``Gelu``; ONNX's Gelu is opset 20).
         max_pool_nan: ``"native"`` emits ``max_pool``/``global_max_pool`` as
             MaxPool/GlobalMaxPool, whose result for a window holding NaN is
@@ -67,11 +70,11 @@ class EmitOptions:
 
     numerics: str = "fast"
     float64_conv: str = "error"
-    silu: str = "function"
+    silu: str = "auto"
     gelu: str = "function"
     max_pool_nan: str = "native"
 
-    CHOICES = {"numerics": NUMERICS, "float64_conv": ("error", "float32"), "silu": ("function", "primitive"),
+    CHOICES = {"numerics": NUMERICS, "float64_conv": ("error", "float32"), "silu": ("auto", "function", "primitive"),
                "gelu": ("function", "primitive"), "max_pool_nan": ("native", "propagate")}
 
     def __post_init__(self):

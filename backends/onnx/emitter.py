@@ -29,7 +29,7 @@ PRODUCER = "pytensor-onnx"
 
 
 def emit_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float64_conv: str = "error",
-               silu: str = "function",
+               silu: str = "auto",
                gelu: str = "function", max_pool_nan: str = "native", value_info: bool = False) -> onnx.ModelProto:
     """Emit ``graph`` as an ONNX model.
 

@@ -171,11 +171,15 @@ def silu(ctx, node, x):
 
     ``silu="function"``: a call of the model-local function ``SiLU``
     (overload: the dtype, ``-fast`` for the fast body); ``"primitive"``: the
-    same body inline."""
+    same body inline; ``"auto"``: primitive under ``numerics="fast"``,
+    function under ``"strict"``."""
     dtype = node.inputs[0].dtype
+    form = ctx.options.silu
+    if form == "auto":
+        form = "function" if ctx.options.strict else "primitive"
     if not ctx.options.strict and dtype in (F16, F32):
-        return _fused(ctx, ctx.options.silu, "SiLU", f"{dtype}-fast", _in_f32_body(dtype, _silu_fast), x)
-    return _fused(ctx, ctx.options.silu, "SiLU", str(dtype), _in_f32_body(dtype, _silu), x)
+        return _fused(ctx, form, "SiLU", f"{dtype}-fast", _in_f32_body(dtype, _silu_fast), x)
+    return _fused(ctx, form, "SiLU", str(dtype), _in_f32_body(dtype, _silu), x)
 
 
 def _gelu(approximate):

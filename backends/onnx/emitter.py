@@ -29,8 +29,8 @@ PRODUCER = "pytensor-onnx"
 
 
 def emit_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float64_conv: str = "error",
-               silu: str = "auto",
-               gelu: str = "function", max_pool_nan: str = "native", value_info: bool = False) -> onnx.ModelProto:
+               silu: str = "auto", gelu: str = "function", max_pool_nan: str = "native",
+               value_info: bool = False) -> onnx.ModelProto:
     """Emit ``graph`` as an ONNX model.
 
     Args:
@@ -52,7 +52,8 @@ def emit_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float64
     """
     if opset < MIN_OPSET:
         raise EmitError(f"opset {opset} is not supported: the ONNX rules need opset >= {MIN_OPSET}")
-    options = EmitOptions(numerics=numerics, float64_conv=float64_conv, silu=silu, gelu=gelu, max_pool_nan=max_pool_nan)
+    options = EmitOptions(numerics=numerics, float64_conv=float64_conv, silu=silu, gelu=gelu,
+                          max_pool_nan=max_pool_nan)
     namer = Namer()
     ctx = EmitContext(namer, options, opset)
     env: dict[Value, oir.Value] = {}

@@ -13,9 +13,11 @@ and its ratio to the dynamo export.
 Usage::
 
     python bench/bench_yolo.py [--rounds 200] [--seed 0] [--size 320]
-                               [--numerics fast strict] [--check-only] [--ops]
+                               [--numerics fast strict] [--check-only] [--control] [--ops]
 
-``--check-only`` runs the numerical self-check and no timing; ``--ops`` also
+``--check-only`` runs the numerical self-check and no timing; ``--control``
+adds a second session of the dynamo export, whose ratio to the first shows
+the noise of the machine; ``--ops`` also
 prints, per export, the node counts by op type before and after onnxruntime's
 graph optimizations. Needs torch (the ``bench`` extra). Timings are wall
 clock: read the medians, never assert on them.
@@ -102,6 +104,7 @@ def main(argv=None) -> int:
                     help="compile_to_onnx numerics modes to time (default: the compiler's default only)")
     ap.add_argument("--check-only", action="store_true")
     ap.add_argument("--ops", action="store_true")
+    ap.add_argument("--control", action="store_true", help="time the dynamo export twice (noise control)")
     args = ap.parse_args(argv)
 
     import onnx
@@ -148,6 +151,9 @@ def main(argv=None) -> int:
     print(f"self-check ok: every export within {CHECK_RTOL:g} of the torch module")
     if args.check_only:
         return 0
+    if args.control and "torch dynamo" in sessions:
+        _, path, opt = sessions["torch dynamo"]
+        sessions["torch dynamo (2)"] = (session(path), path, opt)
 
     times = {label: [] for label in sessions}
     feeds = {label: {s.get_inputs()[0].name: x} for label, (s, _, _) in sessions.items()}

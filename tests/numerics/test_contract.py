@@ -13,6 +13,7 @@ are measured by ``tests/numerics/test_special_functions.py``.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import mpmath
@@ -77,15 +78,21 @@ def assert_special_values_exact(got, want, what):
 
 
 # -- floating-point values: elementary functions ---------------------------------------
-@pytest.fixture(scope="module", params=["float32", "float64"])
-def elementary(request):
-    dtype = request.param
+@functools.lru_cache(maxsize=None)
+def elementary_results(dtype: str):
+    """``(dtype, x, {name: onnxruntime result})`` for every function of
+    ``FUNCS`` on ``domain_values(dtype)``, from one compiled model."""
     x = pt.vector("x", dtype=dtype)
     names = list(FUNCS)
     values = domain_values(dtype)
     with np.errstate(all="ignore"):
         got = compiled_run([x], [FUNCS[n](x) for n in names], [values])
     return dtype, values, dict(zip(names, got))
+
+
+@pytest.fixture(params=["float32", "float64"])
+def elementary(request):
+    return elementary_results(request.param)
 
 
 @pytest.mark.parametrize("name", list(FUNCS))
@@ -101,10 +108,9 @@ def test_elementary_within_few_ulp_of_numpy(elementary, name):
 
 
 @pytest.mark.parametrize("name", list(MPMATH))
-def test_float64_elementary_against_mpmath(elementary, name):
-    dtype, x, got = elementary
-    if dtype != "float64":
-        pytest.skip("float64 only (float32 is measured against NumPy's float64)")
+def test_float64_elementary_against_mpmath(name):
+    """float64 results against mpmath (float32 ones are measured against NumPy's float64)."""
+    _, x, got = elementary_results("float64")
     sel = np.flatnonzero(np.isfinite(x) & (np.abs(x) < 700) & (np.abs(x) > 1e-300))[::4]
     if name == "log":
         sel = sel[x[sel] > 0]

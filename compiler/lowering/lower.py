@@ -139,6 +139,7 @@ def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence,
     poisoned: set = set()
     for node in io_toposort(list(inputs), list(outputs)):
         ctx.source = source if source is not None else source_line(node)
+        ctx.op_label = op_label(node.op)
         rule = find_rule(node.op)
         if rule is None:
             failures.append(UnsupportedOccurrence(op_label(node.op), "no lowering rule", ctx.source))

@@ -117,7 +117,7 @@ class ONNXLinker(JITLinker):
         names, outputs, session = compiled.input_names, compiled.output_names, compiled.session
 
         def run(values) -> list[np.ndarray]:
-            return session.run(outputs, {name: np.ascontiguousarray(values[i]) for name, i in zip(names, positions)})
+            return session.run(outputs, {name: _c_array(values[i]) for name, i in zip(names, positions)})
 
         return run
 
@@ -140,6 +140,13 @@ class ONNXLinker(JITLinker):
 
     def __repr__(self) -> str:
         return f"ONNXLinker(passes={self.passes!r})"
+
+
+def _c_array(value) -> np.ndarray:
+    """``value`` as a C-contiguous array for onnxruntime, keeping its rank
+    (``np.ascontiguousarray`` would make a 0-d array 1-d)."""
+    array = np.asarray(value)
+    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
 
 
 def onnx_mode(passes: Sequence | None = None, rewrites: RewriteDatabaseQuery | str = REWRITES, *,

@@ -109,6 +109,15 @@ def test_function_semantics_givens_multiple_outputs_outputs_that_are_inputs_and_
     assert a is not xv
 
 
+def test_scalar_inputs_keep_their_rank():
+    x = pt.matrix("x")
+    i = pt.scalar("i", dtype="int64")
+    f, ref = both([x, i], [x[i], x * pt.cast(i, "float64")])
+    xv = RNG.normal(size=(4, 3))
+    for a, b in zip(f(xv, 2), ref(xv, 2)):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_accept_inplace_graphs_and_updates_without_outputs():
     x = pt.vector("x")
     acc = pytensor.shared(np.zeros(3), name="acc")

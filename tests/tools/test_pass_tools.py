@@ -147,3 +147,41 @@ def test_run_takes_inputs_by_name():
         m.run(X, x=X)
     with pytest.raises(TypeError, match="positional"):
         m.run(X, X)
+
+
+def test_random_inputs_share_one_size_per_symbol_and_keep_dtypes():
+    from compiler.pass_check import random_inputs
+
+    g = parse_graph("""
+        graph @main(%a: f32[N,3], %b: i64[N], %c: bool[M,N], %d: u8[2]) {
+          return %a
+        }""")
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        a, b, c, d = random_inputs(g, rng)
+        assert (a.dtype, b.dtype, c.dtype, d.dtype) == (np.float32, np.int64, np.bool_, np.uint8)
+        assert a.shape[0] == b.shape[0] == c.shape[1] and a.shape[1] == 3 and d.shape == (2,)
+
+
+def test_check_passes_says_when_no_random_input_fits():
+    g = parse_graph("""
+        graph @main(%a: f32[N,K], %w: f32[K,2]) {
+          %y: f32[N,2] = matmul(%a, %w)
+          return %y
+        }""")
+    from compiler.pass_check import PassChecker
+
+    assert len(PassChecker(g, 3).inputs) == 3  # K is shared: the draw always fits
+
+
+def test_check_passes_draws_symbolic_dims_that_fit_the_weights():
+    import pytensor.tensor as pt
+
+    from compiler.lowering import graph_spec, lower
+    from compiler.pass_check import PassChecker
+
+    x = pt.matrix("x", dtype="float32")  # both dims symbolic: the inner one must be 4
+    W = np.ones((4, 8), np.float32)
+    g = lower(graph_spec([x], [pt.exp(x @ W)])).graph
+    checker = PassChecker(g, 3)
+    assert len(checker.inputs) == 3 and all(a[0].shape[1] == 4 for a in checker.inputs)

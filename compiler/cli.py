@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="evaluate before and after each pass on these inputs (arr_0, arr_1, ...); "
                           "exit 1 at the first pass that changes a result")
     opt.add_argument("--load", action="append", default=[], metavar="MODULE",
-                     help="import a module (or .py file) that registers plugin passes; repeatable")
+                     help="import a module (or .py file) and register the Pass subclasses it defines; repeatable")
     opt.set_defaults(func=_cmd_opt)
 
     comp = sub.add_parser("compile", help="compile MODULE:FUNCTION (returning a compiled pytensor.function, "

@@ -12,8 +12,8 @@ the IR verifier after each pass; ``--check-inputs inputs.npz`` evaluates
 the IR with the interpreter on those inputs before and after each pass and
 fails (exit status 1) at the first pass that changes a result
 (``compiler.pass_check.compare``), which is how a ``check_passes``
-reproducer replays; ``--load MODULE`` imports a module that registers
-plugin passes first.
+reproducer replays; ``--load MODULE`` imports a module and registers
+the ``Pass`` subclasses it defines first.
 """
 
 from __future__ import annotations
@@ -57,8 +57,11 @@ def parse_pass_specs(text: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def load_modules(names: Sequence[str]) -> None:
-    """Import each module (a dotted name, or a ``.py`` file path) so the
-    passes it registers can be named."""
+    """Import each module (a dotted name, or a ``.py`` file path) and
+    register the named ``Pass`` subclasses it defines (those it registers
+    itself are fine too), so they can be named in the pass list."""
+    from passes import Pass, register_pass
+
     for name in names:
         if name.endswith(".py"):
             spec = importlib.util.spec_from_file_location(Path(name).stem, name)
@@ -66,7 +69,11 @@ def load_modules(names: Sequence[str]) -> None:
             sys.modules[spec.name] = module
             spec.loader.exec_module(module)
         else:
-            importlib.import_module(name)
+            module = importlib.import_module(name)
+        for obj in vars(module).values():
+            if (isinstance(obj, type) and issubclass(obj, Pass) and obj.name
+                    and obj.__module__ == module.__name__):
+                register_pass(obj)
 
 
 def run_opt(text: str, pass_list: str, *, print_after_all: bool = False, print_after_change: bool = False,

@@ -22,6 +22,16 @@ from tests.tools.models import relu_mlp
 X = np.random.default_rng(1).normal(size=(5, 4)).astype(np.float32)
 
 
+@pytest.fixture(autouse=True)
+def unregister_broken_pass():
+    """``opt --load`` registers the fixture pass; other tests list the
+    registry and expect built-in passes only."""
+    from passes import base
+
+    yield
+    base._PASSES.pop(broken_pass.BrokenRelu.name, None)
+
+
 def test_check_passes_names_the_broken_plugin_pass_and_its_reproducer_replays(tmp_path, capsys):
     ins, outs = relu_mlp()
     with pytest.raises(PassCheckError) as info:

@@ -11,7 +11,7 @@ from compiler import compile_to_onnx
 from ir import Origin
 from ir.parser import parse_graph
 from passes import get_pass
-from tests.nn.test_mnist_cnn import by_hand, weights
+from tests.nn.test_mnist_cnn import by_hand, weights, with_helpers
 
 
 def test_every_node_of_the_hand_written_mnist_cnn_names_a_line_of_the_model_file():
@@ -29,6 +29,14 @@ def test_every_node_of_the_hand_written_mnist_cnn_names_a_line_of_the_model_file
     assert {o["op"].split("{")[0] for o in conv} >= {"Blockwise", "Sum", "Add"}
     gemm = node_origins(model.graph.node[7])
     assert {o["op"] for o in gemm} == {"Dot", "Add"}
+
+
+def test_nodes_built_by_the_nn_helpers_name_the_users_line_not_the_helpers():
+    ins, outs = with_helpers(weights())
+    model = compile_to_onnx(ins, outputs=outs).model
+    for node in model.graph.node:
+        (source,) = {o["source"] for o in node_origins(node)}
+        assert source.split(" ")[0].rsplit(":", 1)[0].endswith("test_mnist_cnn.py"), source
 
 
 def test_a_pattern_rewrite_gives_its_new_nodes_the_union_of_the_matched_origins():

@@ -4,6 +4,8 @@ Subcommands:
     ``demo``    train a CNN (or an MLP) on scikit-learn's digits, compile it to
                 ONNX and compare onnxruntime with PyTensor (``compiler.demo``).
     ``passes``  list the registered passes and the default pipeline.
+    ``opt``     run passes on IR text (``compiler.opt_tool``).
+    ``compile`` compile ``MODULE:FUNCTION``'s graph to an ONNX file.
 
 ``python -m compiler.cli ...`` is the same program. Heavy imports (PyTensor,
 scikit-learn) happen only inside the subcommand that needs them.
@@ -72,6 +74,28 @@ def _cmd_passes(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_opt(args: argparse.Namespace) -> int:
+    from compiler.opt_tool import run_opt
+
+    text = sys.stdin.read() if args.file == "-" else open(args.file).read()
+    out, status = run_opt(text, args.passes, print_after_all=args.print_after_all,
+                          print_after_change=args.print_after_change, verify_each=args.verify_each,
+                          check_inputs=args.check_inputs, load=args.load)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(out)
+    else:
+        print(out, end="" if out.endswith("\n") else "\n")
+    return status
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from compiler.opt_tool import compile_target
+
+    compile_target(args.target, args.output, args.passes, report=args.report)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the console script."""
     from compiler.demo import DEFAULT_EPOCHS, DEFAULT_MODE, DEFAULT_MODEL, DEFAULT_SEED, MODELS
@@ -99,6 +123,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     passes = sub.add_parser("passes", help="list the registered passes and the default pipeline")
     passes.set_defaults(func=_cmd_passes)
+
+    opt = sub.add_parser("opt", help="run passes on IR text (like mlir-opt)")
+    opt.add_argument("file", metavar="FILE.ir", help="IR text file, or - for stdin")
+    opt.add_argument("-p", "--passes", required=True, metavar="PASSES",
+                     help="comma-separated passes, each NAME or NAME{key=value,...}")
+    opt.add_argument("-o", "--output", metavar="FILE", help="write the final IR here (default: stdout)")
+    shown = opt.add_mutually_exclusive_group()
+    shown.add_argument("--print-after-all", action="store_true", help="print the IR after every pass (stderr)")
+    shown.add_argument("--print-after-change", action="store_true",
+                       help="print the IR after every pass that changed it (stderr)")
+    opt.add_argument("--verify-each", action="store_true", help="run the IR verifier after each pass")
+    opt.add_argument("--check-inputs", metavar="INPUTS.npz",
+                     help="evaluate before and after each pass on these inputs (arr_0, arr_1, ...); "
+                          "exit 1 at the first pass that changes a result")
+    opt.add_argument("--load", action="append", default=[], metavar="MODULE",
+                     help="import a module (or .py file) and register the Pass subclasses it defines; repeatable")
+    opt.set_defaults(func=_cmd_opt)
+
+    comp = sub.add_parser("compile", help="compile MODULE:FUNCTION (returning a compiled pytensor.function, "
+                                          "a FunctionGraph or (inputs, outputs)) to an ONNX file")
+    comp.add_argument("target", metavar="MODULE:FUNCTION")
+    comp.add_argument("-o", "--output", required=True, metavar="MODEL.onnx")
+    comp.add_argument("-p", "--passes", metavar="PASSES", help="pass list (default: the default pipeline)")
+    comp.add_argument("--report", action="store_true", help="print CompiledModel.report()")
+    comp.set_defaults(func=_cmd_compile)
     return parser
 
 

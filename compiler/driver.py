@@ -23,7 +23,9 @@ from compiler.lowering import graph_spec, lower
 from ir import Graph
 from ir.printer import print_graph
 from ir.verifier import verify
+from compiler.pass_check import PassChecker
 from passes import DEFAULT_PIPELINE, Pass, PassRecord, resolve_passes, run_pipeline
+from passes.rewrite_log import RewriteLog, observing
 
 
 @dataclass
@@ -38,6 +40,9 @@ class CompiledModel:
             baked shared variables excluded).
         output_names: ONNX graph output names, in fgraph output order.
         compile_seconds: wall time of the whole compilation.
+        input_variables: the PyTensor variable behind each ONNX input.
+        rewrites: the ``RewriteLog`` of the pipeline (rules fired and
+            declined, the opt-bisect count).
     """
 
     model: onnx.ModelProto
@@ -46,6 +51,8 @@ class CompiledModel:
     input_names: list[str]
     output_names: list[str]
     compile_seconds: float
+    input_variables: list = field(default_factory=list, repr=False)
+    rewrites: RewriteLog = field(default_factory=RewriteLog, repr=False)
     _session: Any = field(default=None, repr=False)
 
     def save(self, path: str | os.PathLike) -> None:
@@ -64,24 +71,46 @@ class CompiledModel:
             self._session = make_session(self.model)
         return self._session
 
-    def run(self, *arrays) -> list[np.ndarray]:
+    def run(self, *arrays, **named) -> list[np.ndarray]:
         """Run the model in onnxruntime.
 
         Args:
-            arrays: one array per ONNX input, positional in ``input_names``
-                order (converted with ``np.asarray``).
+            arrays: arrays for the first ONNX inputs, positional in
+                ``input_names`` order (converted with ``np.asarray``).
+            named: arrays for the other inputs by ONNX input name
+                (``m.run(x=...)``, as ``InferenceSession.run`` takes them).
 
         Returns:
             A list of NumPy arrays, in fgraph output order.
 
         Raises:
-            TypeError: wrong number of inputs.
+            TypeError: too many positional inputs, an unknown name, an input
+                given twice, or missing inputs (all named in the message).
         """
-        if len(arrays) != len(self.input_names):
-            raise TypeError(f"model takes {len(self.input_names)} inputs ({', '.join(self.input_names)}), "
-                            f"got {len(arrays)}")
         feed = {name: np.asarray(a) for name, a in zip(self.input_names, arrays)}
+        if len(arrays) > len(self.input_names):
+            raise TypeError(f"model takes {len(self.input_names)} inputs ({', '.join(self.input_names)}), "
+                            f"got {len(arrays)} positional")
+        unknown = [k for k in named if k not in self.input_names]
+        if unknown:
+            raise TypeError(f"unknown model input(s) {', '.join(unknown)}; inputs are {', '.join(self.input_names)}")
+        twice = [k for k in named if k in feed]
+        if twice:
+            raise TypeError(f"input(s) {', '.join(twice)} given both by position and by name")
+        feed.update((k, np.asarray(a)) for k, a in named.items())
+        missing = [k for k in self.input_names if k not in feed]
+        if missing:
+            raise TypeError(f"missing model input(s) {', '.join(missing)}")
         return list(self.session.run(self.output_names, feed))
+
+    def report(self) -> str:
+        """A text report of the compilation: the ONNX op histogram (nested
+        bodies included), each pass's time and whether it changed the IR,
+        how often each pattern rule fired, and which rules matched but
+        declined, with their reasons (``compiler.report``)."""
+        from compiler.report import format_report
+
+        return format_report(self)
 
     __call__ = run
 
@@ -92,7 +121,9 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
                     emit_options: dict | None = None,
                     input_shapes: dict | None = None, example_inputs: Sequence | None = None,
                     check_dynamic: bool = False, value_info: bool = False,
-                    numerics: str = "fast") -> CompiledModel:
+                    numerics: str = "fast",
+                    check_passes: int = 0, reproducer_dir: str | os.PathLike | None = None,
+                    opt_bisect_limit: int | None = None) -> CompiledModel:
     """Compile a PyTensor graph into an ONNX model.
 
     Args:
@@ -127,6 +158,16 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
             shapes; float values within a bound per op family; the sign of
             a zero may differ). ``"strict"``: the bit-exact forms wherever
             the emitter has them (NumPy's sign of zero included).
+        check_passes: evaluate the IR with the interpreter on this many
+            random input sets before and after each pass; the first pass
+            that changes a result raises ``PassCheckError`` after writing a
+            reproducer (``compiler.pass_check``).
+        reproducer_dir: where ``check_passes`` writes its reproducer
+            (default: a new temporary directory).
+        opt_bisect_limit: stop rewriting after this many rewrites (one
+            pattern-rule application, or one changing run of a pass that
+            does not use the pattern engine; ``passes.rewrite_log``), to
+            bisect a miscompile.
 
     Returns:
         A ``CompiledModel``.
@@ -141,6 +182,8 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
             ``example_inputs`` contradict the graph.
         compiler.shapes.DynamicShapeError: ``check_dynamic`` found the model
             wrong at some size.
+        compiler.pass_check.PassCheckError: ``check_passes`` found a pass
+            that changed the results.
     """
     if numerics not in NUMERICS:
         raise ValueError(f"numerics={numerics!r}: must be one of {', '.join(map(repr, NUMERICS))}")
@@ -165,10 +208,27 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
 
     record("lowered", True, time.perf_counter() - start)
     pipeline = resolve_passes(DEFAULT_PIPELINE if passes is None else passes)
-    run_pipeline(ir_graph, pipeline, lambda p, g, changed, s: record(p.name, changed, s))
+    rewrites = RewriteLog(limit=opt_bisect_limit)
+    checker = PassChecker(ir_graph, check_passes, reproducer_dir) if check_passes else None
+    counted = [0]
+
+    def before(p: Pass, g: Graph) -> bool:
+        counted[0] = rewrites.count
+        return rewrites.allows()
+
+    def after(p: Pass, g: Graph, changed: bool, seconds: float) -> None:
+        if changed and rewrites.count == counted[0]:  # a pass outside the pattern engine: one rewrite
+            rewrites.count += 1
+        record(p.name, changed, seconds)
+        if checker is not None and changed:
+            checker.check(p, g)
+
+    with observing(rewrites):
+        run_pipeline(ir_graph, pipeline, after, before)
     model = emit_model(ir_graph, opset=opset, value_info=value_info, numerics=numerics, **(emit_options or {}))
     compiled = CompiledModel(model, ir_graph, history, [v.name for v in ir_graph.inputs],
-                             [o.name for o in model.graph.output], time.perf_counter() - start)
+                             [o.name for o in model.graph.output], time.perf_counter() - start,
+                             input_variables=list(lowered.input_vars), rewrites=rewrites)
     if check_dynamic:
         shapes.check_dynamic(model, ir_graph, lowered.input_vars, lowered.output_vars,
                              example_sizes=example_sizes, session=compiled.session)

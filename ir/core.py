@@ -23,6 +23,20 @@ class Use(NamedTuple):
     index: int
 
 
+class Origin(NamedTuple):
+    """Where an IR node came from: the PyTensor op (as printed; None when
+    unknown) and the user's source line (``file:line (code)``, from the
+    PyTensor variable's ``tag.trace``; None when PyTensor kept none)."""
+
+    op: str | None
+    source: str | None
+
+
+def merge_origins(*groups: Sequence[Origin]) -> tuple[Origin, ...]:
+    """The union of several origin tuples, first occurrence first."""
+    return tuple(dict.fromkeys(o for group in groups for o in group))
+
+
 class Value:
     """A typed SSA value: a graph input, a graph constant, or a node output.
 
@@ -79,7 +93,7 @@ class Node:
     """
 
     __slots__ = ("op", "attrs", "_inputs", "outputs", "subgraphs", "graph", "_prev", "_next",
-                 "trace", "__weakref__")
+                 "origins", "__weakref__")
 
     def __init__(self, op: str, inputs: Sequence[Value], attrs: dict[str, Any] | None,
                  output_types: Sequence[TensorType], output_names: Sequence[str | None] | None = None,
@@ -93,13 +107,23 @@ class Node:
         self.graph: Graph | None = None
         self._prev: Node | None = None
         self._next: Node | None = None
-        self.trace: str | None = None  # the user's source line, when lowering knew it
+        # the PyTensor nodes this node computes (part of); a fused node lists several
+        self.origins: tuple[Origin, ...] = ()
         for v in inputs:
             self._add_input(v)
 
     @property
     def inputs(self) -> tuple[Value, ...]:
         return tuple(self._inputs)
+
+    @property
+    def trace(self) -> str | None:
+        """The first known user source line among ``origins`` (None if none)."""
+        return next((o.source for o in self.origins if o.source), None)
+
+    @trace.setter
+    def trace(self, source: str | None) -> None:
+        self.origins = (Origin(None, source),) if source else ()
 
     @property
     def output(self) -> Value:
@@ -130,6 +154,24 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<Node {self.op}>"
+
+
+def inherit_origins(value: Value, origins: Sequence[Origin]) -> None:
+    """Add ``origins`` to those of ``value``'s producer (it now stands for
+    what they computed) and give them to its ancestors that have no origins
+    yet (nodes just built; the walk stops at nodes that have some)."""
+    if value.producer is None:
+        return
+    value.producer.origins = merge_origins(value.producer.origins, origins)
+    stack = [v.producer for v in value.producer.inputs if v.producer is not None]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or node.origins:
+            continue
+        seen.add(id(node))
+        node.origins = tuple(origins)
+        stack.extend(v.producer for v in node.inputs if v.producer is not None)
 
 
 class Graph:
@@ -277,9 +319,17 @@ class Graph:
 
     def replace_all_uses(self, old: Value, new: Value) -> None:
         """Make every reader of ``old`` (node inputs and graph outputs) read
-        ``new`` instead."""
+        ``new`` instead.
+
+        Provenance: when ``old`` is a node output, ``new``'s producer adds
+        ``old``'s producer's origins to its own, and the nodes computing
+        ``new`` that have none yet (nodes a pass just built) get them
+        (``inherit_origins``).
+        """
         if old is new:
             return
+        if old.producer is not None and old.producer.origins:
+            inherit_origins(new, old.producer.origins)
         for use in old.uses():
             use.node.set_input(use.index, new)
         self.outputs = [new if v is old else v for v in self.outputs]

@@ -105,12 +105,17 @@ class PassRecord:
 
 
 AfterPassHook = Callable[[Pass, Graph, bool, float], None]
+BeforePassHook = Callable[[Pass, Graph], bool]
 
 
-def run_pipeline(graph: Graph, passes: Sequence[Pass], after_pass: AfterPassHook | None = None) -> None:
+def run_pipeline(graph: Graph, passes: Sequence[Pass], after_pass: AfterPassHook | None = None,
+                 before_pass: BeforePassHook | None = None) -> None:
     """Run ``passes`` on ``graph`` in order, calling ``after_pass(pass, graph,
-    changed, seconds)`` after each."""
+    changed, seconds)`` after each. A pass for which ``before_pass(pass,
+    graph)`` returns False is skipped (no ``after_pass`` call)."""
     for p in passes:
+        if before_pass is not None and not before_pass(p, graph):
+            continue
         start = time.perf_counter()
         changed = bool(p.run(graph))
         seconds = time.perf_counter() - start

@@ -93,7 +93,7 @@ def _replace(graph: Graph, node: Node, op: str, seq: Value, reserved: set[str]) 
 
     def add(name: str, inputs: list[Value], attrs: dict | None = None) -> Value:
         new = graph.create_node(name, inputs, attrs)
-        new.trace = node.trace
+        new.origins = node.origins
         graph.insert_before(node, new)
         return new.output
 

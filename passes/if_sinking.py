@@ -79,7 +79,7 @@ def _sink(graph: Graph, node: Node, position: dict[Node, int]) -> bool:
                     for role, branch, nodes in zip(("then", "else"), branches, sunk)}
     rebuilt = graph.create_node("if", [node.inputs[0], *captured], {}, [v.type for v in node.outputs],
                                 output_names=[v.name for v in node.outputs], subgraphs=new_branches)
-    rebuilt.trace = node.trace
+    rebuilt.origins = node.origins
     graph.insert_before(node, rebuilt)
     position[rebuilt] = position[node]
     for old, new in zip(node.outputs, rebuilt.outputs):
@@ -143,7 +143,7 @@ def _rebuild(branch: Graph, node: Node, captured: list[Value], nodes: list[Node]
                 env[v] = add_fresh_constant(new, v.const, f"{branch.name}.{v.name}", reserved, v.type)
         copy = new.create_node(n.op, [env[v] for v in n.inputs], n.attrs, [v.type for v in n.outputs],
                                output_names=[v.name for v in n.outputs], subgraphs=dict(n.subgraphs))
-        copy.trace = n.trace
+        copy.origins = n.origins
         new.append(copy)
         env.update(zip(n.outputs, copy.outputs))
     # inputs only the other branch reads may be bound to anything: None

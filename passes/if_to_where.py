@@ -86,14 +86,14 @@ class IfToWhere(Pass):
 def _replace(graph: Graph, node: Node, prefix: str, reserved: set[str]) -> None:
     """Inline both branches of ``node`` before it and select with ``where``."""
     args = list(node.inputs[1:])
-    then, other = (inline(graph, node.subgraphs[role], args, before=node, trace=node.trace, prefix=prefix,
+    then, other = (inline(graph, node.subgraphs[role], args, before=node, origins=node.origins, prefix=prefix,
                           reserved=reserved) for role in ("then", "else"))
     for out, a, b in zip(node.outputs, then, other):
         if a is b:
             graph.replace_all_uses(out, a)
             continue
         where = graph.create_node("where", [node.inputs[0], a, b], output_names=[out.name])
-        where.trace = node.trace
+        where.origins = node.origins
         graph.insert_before(node, where)
         graph.replace_all_uses(out, where.output)
     graph.erase(node)

@@ -54,6 +54,8 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 import numpy as np
 
 from ir import Graph, Node, TensorType, Value
+from ir.core import merge_origins
+from passes.rewrite_log import RewriteLog, active_log
 from ir.ops import get_op
 
 log = logging.getLogger(__name__)
@@ -83,7 +85,12 @@ class Match:
     def __contains__(self, name: str) -> bool:
         return name in self._bindings
 
-    def _bind(self, name: str | None, thing: Any) -> str | None:
+    @property
+    def nodes(self) -> list[Node]:
+        """Every node an ``Op`` part matched (named or not), root included."""
+        return [self.root] + [n for k, n in self._bindings.items() if isinstance(k, tuple) and n is not self.root]
+
+    def _bind(self, name: str | tuple | None, thing: Any) -> str | None:
         if name is None:
             return None
         prev = self._bindings.get(name)
@@ -247,7 +254,8 @@ class Op(Pattern):
         reasons = []
         for order in orders:
             saved = dict(m._bindings)
-            why = _solve_all(order, node.inputs, m, lambda: m._bind(self.name, node) or then())
+            why = _solve_all(order, node.inputs, m,
+                             lambda: m._bind(self.name, node) or m._bind(("node", id(node)), node) or then())
             if why is None:
                 return None
             m._bindings = saved
@@ -284,12 +292,13 @@ class Rewriter:
         self.root: Node | None = None
         self.created: list[Node] = []
         self.created_constants: list[Value] = []
+        self.matched: list[Node] = []
 
     def add(self, op: str, inputs: Sequence[Value], attrs: dict | None = None) -> Value:
         """A new single-output ``op(inputs){attrs}`` before the root; returns its
         output (type inferred; ``ir.ops.OpError`` if the op rejects them)."""
         node = self.graph.create_node(op, list(inputs), attrs, output_names=[self.root.output.name])
-        node.trace = self.root.trace
+        node.origins = self.root.origins
         self.graph.insert_before(self.root, node)
         self.created.append(node)
         return node.output
@@ -361,6 +370,9 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
         graph: rewritten in place.
         rules: tried in order on each node whose op is a rule's root op.
         trace: if given, receives a ``Miss`` per rule that did not fire.
+            The active ``passes.rewrite_log.RewriteLog`` (if any) counts the
+            rules that fired and declined, and its opt-bisect budget stops
+            the rewriting when spent.
         max_rewrites: a safety bound (default: 10 per node plus 100).
 
     Returns:
@@ -378,6 +390,7 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
     work = deque(n for n in graph if n.op in by_op)
     queued = set(work)
     budget = max_rewrites if max_rewrites is not None else 10 * len(graph) + 100
+    session = active_log()
     changed = False
     while work:
         node = work.popleft()
@@ -385,7 +398,9 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
         if node.graph is not graph:
             continue
         for rule in by_op.get(node.op, ()):
-            new = _try(rw, rule, node, trace, outputs)
+            if session is not None and not session.allows():
+                return changed  # the opt-bisect budget is spent
+            new = _try(rw, rule, node, trace, outputs, session)
             if new is None:
                 continue
             budget -= 1
@@ -409,16 +424,20 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
     return changed
 
 
-def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None, outputs: set[Value]) -> Value | None:
+def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None, outputs: set[Value],
+         session: RewriteLog | None = None) -> Value | None:
     m = Match(node, outputs)
     why = rule.pattern.match_node(node, m)
     result: Value | str | None = None
     if why is None:
         rw.root, rw.created, rw.created_constants = node, [], []
         result = rule.rewrite(rw, m)
+        rw.matched = m.nodes
         if isinstance(result, Value) and not refines(result.type, node.output.type):
             result = f"replacement type {result.type} != {node.output.type}"
         why = result if isinstance(result, str) else None
+        if why is not None and session is not None:  # the pattern matched, the rewrite declined
+            session.note_declined(rule.name, why)
     if why is not None:
         label = f"{node.op} -> %{node.output.name or '?'}"
         log.debug("rule %s (%s) did not fire on %s: %s", rule.name, rule.defined_at, label, why)
@@ -431,6 +450,12 @@ def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None, outputs
         rw.created, rw.created_constants = [], []
         return None
     log.debug("rule %s (%s) fired on %s", rule.name, rule.defined_at, node.op)
+    # Provenance: what the rewrite built computes what every matched node did.
+    origins = merge_origins(*(n.origins for n in rw.matched))
+    for n in rw.created:
+        n.origins = merge_origins(n.origins, origins)
+    if session is not None:
+        session.note_fired(rule.name)
     return result
 
 

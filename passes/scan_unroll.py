@@ -99,7 +99,7 @@ def unroll(graph: Graph, node: Node, count: int, prefix: str = "", reserved: set
     for i in range(count):
         index = add_fresh_constant(graph, np.array(i, dtype=np.int64), f"{prefix}i", reserved)
         outs = inline(graph, body, [index, *carried, *invariant], before=node, constants=constants,
-                      trace=node.trace, prefix=prefix, created=created, reserved=reserved)
+                      origins=node.origins, prefix=prefix, created=created, reserved=reserved)
         carried = outs[:k]
         for per_step, value in zip(steps, outs[k:]):
             per_step.append(value)
@@ -115,7 +115,7 @@ def unroll(graph: Graph, node: Node, count: int, prefix: str = "", reserved: set
 
 def _add(graph: Graph, anchor: Node, op: str, inputs: list[Value], attrs: dict, created: list[Node]) -> Value:
     new = graph.create_node(op, inputs, attrs)
-    new.trace = anchor.trace
+    new.origins = anchor.origins
     graph.insert_before(anchor, new)
     created.append(new)
     return new.output

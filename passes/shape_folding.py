@@ -146,7 +146,7 @@ def _piece(graph: Graph, node: Node, piece: tuple, consts: dict) -> Value:
 
 def _insert(graph: Graph, anchor: Node, op: str, inputs, attrs, name: str | None) -> Value:
     new = graph.create_node(op, inputs, attrs, output_names=[name])
-    new.trace = anchor.trace
+    new.origins = anchor.origins
     graph.insert_before(anchor, new)
     return new.output
 

@@ -16,6 +16,7 @@ from typing import Callable, Iterator
 import numpy as np
 import onnx_ir as oir
 
+from backends.onnx.provenance import stamp
 from backends.onnx.registry import EmitError
 from ir.core import Node
 from ir.types import DType, TensorType
@@ -149,6 +150,8 @@ class EmitContext:
         outputs = [oir.Value(name=self.namer.fresh(hint)) for _ in range(num_outputs)]
         node = oir.node(op_type, list(inputs), attrs or None, outputs=outputs,
                         name=self.namer.fresh(f"{op_type}_node"))
+        if self.node is not None:
+            stamp(node, self.node.origins)
         self.nodes.append(node)
         return outputs[0] if num_outputs == 1 else tuple(outputs)
 
@@ -199,8 +202,11 @@ class EmitContext:
             graph = oir.Graph(params, [result], nodes=fctx.nodes, opset_imports={"": self.opset}, name=name)
             self.functions[key] = oir.Function(FUNCTION_DOMAIN, name, overload, graph=graph, attributes=[])
         out = oir.Value(name=self.namer.fresh(self._hint()))
-        self.nodes.append(oir.node(name, list(inputs), domain=FUNCTION_DOMAIN, overload=overload, outputs=[out],
-                                   name=self.namer.fresh(f"{name}_node")))
+        call = oir.node(name, list(inputs), domain=FUNCTION_DOMAIN, overload=overload, outputs=[out],
+                        name=self.namer.fresh(f"{name}_node"))
+        if self.node is not None:
+            stamp(call, self.node.origins)
+        self.nodes.append(call)
         return out
 
     # -- control-flow bodies --------------------------------------------------

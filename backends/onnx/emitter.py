@@ -80,7 +80,9 @@ def emit_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float64
     for v, name in zip(graph.outputs, output_names):
         value = env[v]
         if id(value) in claimed:  # an input, an initializer or an earlier output
+            ctx.node = v.producer  # the Identity has the provenance of what it copies
             value = ctx.op("Identity", value)
+            ctx.node = None
         claimed.add(id(value))
         value.name = name
         value.type = oir.TensorType(onnx_dtype(v.type.dtype))

@@ -44,7 +44,7 @@ class Body:
         self.graph = Graph(self.prefix)
         _BODIES.add(self.graph)
         self.ctx = LoweringContext(self.graph)
-        self.ctx.source = outer.source
+        self.ctx.source, self.ctx.op_label = outer.source, outer.op_label
         self._names: set[str] = set()
 
     def input(self, type: TensorType, hint: str | None) -> Value:

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from compiler.errors import Unsupported
-from ir import DType, Graph, TensorType, Value
+from ir import DType, Graph, Origin, TensorType, Value
 
 
 class LoweringContext:
@@ -20,12 +20,14 @@ class LoweringContext:
         graph: the IR ``Graph`` under construction.
         values: PyTensor Variable -> IR Value, for every variable lowered so far.
         source: the source line (``file:line``) of the node being lowered.
+        op_label: the printed PyTensor op of the node being lowered.
     """
 
     def __init__(self, graph: Graph):
         self.graph = graph
         self.values: dict[Any, Value] = {}
         self.source: str | None = None
+        self.op_label: str | None = None
         self._const_cache: dict[tuple, Value] = {}
 
     # -- reading inputs ----------------------------------------------------
@@ -55,6 +57,12 @@ class LoweringContext:
         v = self.values.get(var)
         return v.const if v is not None else None
 
+    @property
+    def origins(self) -> tuple[Origin, ...]:
+        """The provenance stamped on the IR nodes built now: the PyTensor op
+        being lowered and its user source line."""
+        return (Origin(self.op_label, self.source),) if self.op_label or self.source else ()
+
     # -- building IR -------------------------------------------------------
     def const(self, array, dtype: DType | str | None = None, name: str = "const") -> Value:
         """An IR constant holding ``array`` (cast to ``dtype`` when given). Small
@@ -78,14 +86,14 @@ class LoweringContext:
     def add(self, op: str, inputs: Sequence[Value], attrs: dict | None = None, name: str | None = None) -> Value:
         """Append a single-output node ``op(inputs){attrs}`` and return its output."""
         node = self.graph.create_node(op, list(inputs), attrs, output_names=[name])
-        node.trace = self.source
+        node.origins = self.origins
         self.graph.append(node)
         return node.output
 
     def add_multi(self, op: str, inputs: Sequence[Value], attrs: dict | None = None) -> tuple[Value, ...]:
         """Append a node with several outputs and return them."""
         node = self.graph.create_node(op, list(inputs), attrs)
-        node.trace = self.source
+        node.origins = self.origins
         self.graph.append(node)
         return node.outputs
 

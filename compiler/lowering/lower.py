@@ -139,6 +139,7 @@ def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence,
     poisoned: set = set()
     for node in io_toposort(list(inputs), list(outputs)):
         ctx.source = source if source is not None else source_line(node)
+        ctx.op_label = op_label(node.op)
         rule = find_rule(node.op)
         if rule is None:
             failures.append(UnsupportedOccurrence(op_label(node.op), "no lowering rule", ctx.source))
@@ -180,12 +181,13 @@ def source_line(node) -> str | None:
     """``file:line`` of the user code that created ``node``'s first output, from
     PyTensor's ``tag.trace`` (None when PyTensor kept no trace): the innermost
     frame outside PyTensor itself (a node ``pytensor.grad`` built reports the
-    user's ``grad`` call)."""
+    user's ``grad`` call; frames inside ``compiler.nn``, the helpers that build
+    the graph for the user, are skipped too)."""
     for out in node.outputs:
         trace = getattr(out.tag, "trace", None)
         if trace:
             frames = trace[0] if isinstance(trace[0], list) else trace
-            frames = [f for f in frames if not str(f[0]).startswith(_PYTENSOR_DIR)] or frames
+            frames = [f for f in frames if not str(f[0]).startswith(_LIBRARY_DIRS)] or frames
             if frames:
                 f = frames[-1]
                 return f"{f[0]}:{f[1]}" + (f" ({f[3].strip()})" if len(f) > 3 and f[3] else "")
@@ -193,6 +195,7 @@ def source_line(node) -> str | None:
 
 
 _PYTENSOR_DIR = os.path.dirname(pytensor.__file__) + os.sep
+_LIBRARY_DIRS = (_PYTENSOR_DIR, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "nn") + os.sep)
 
 
 def op_label(op) -> str:

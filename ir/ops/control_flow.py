@@ -214,7 +214,7 @@ def add_fresh_constant(graph: Graph, array, name: str, reserved: set[str], type=
 
 
 def inline(target: Graph, body: Graph, args: Sequence[Value | None], *, before: Node | None = None,
-           constants: dict[Value, Value] | None = None, trace: str | None = None,
+           constants: dict[Value, Value] | None = None, origins: tuple = (),
            prefix: str = "", created: list[Node] | None = None, reserved: set[str] | None = None) -> list[Value]:
     """Copy the nodes of the closed graph ``body`` into ``target`` (before
     ``before``, or at the end) with its inputs bound to ``args`` (None for
@@ -226,7 +226,7 @@ def inline(target: Graph, body: Graph, args: Sequence[Value | None], *, before: 
     no name repeats an enclosing graph's) and avoiding ``reserved`` (pass
     ``nested_names(target)``); pass the same ``constants`` dict (body
     constant -> target value) to several calls to make them once.
-    Copied nodes keep their own trace, else get ``trace``, and are appended
+    Copied nodes keep their own origins, else get ``origins``, and are appended
     to ``created`` when given. Linear in the body's size.
     """
     if len(args) != len(body.inputs):
@@ -240,7 +240,7 @@ def inline(target: Graph, body: Graph, args: Sequence[Value | None], *, before: 
         env[c] = constants[c]
     for node in body:
         clone = _clone_node(target, node, [env[v] for v in node.inputs])
-        clone.trace = node.trace or trace
+        clone.origins = node.origins or origins
         if before is None:
             target.append(clone)
         else:
@@ -255,5 +255,5 @@ def _clone_node(graph: Graph, node: Node, inputs: list[Value]) -> Node:
     clone = graph.create_node(node.op, inputs, node.attrs, [v.type for v in node.outputs],
                               output_names=[v.name for v in node.outputs],
                               subgraphs={role: copy_graph(g) for role, g in node.subgraphs.items()})
-    clone.trace = node.trace
+    clone.origins = node.origins
     return clone

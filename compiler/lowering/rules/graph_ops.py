@@ -42,7 +42,7 @@ def inline_graph(ctx: LoweringContext, inputs, outputs, args: list[Value]) -> li
     Raises:
         Unsupported: listing the inner nodes that could not be lowered.
     """
-    outer_values, outer_source = ctx.values, ctx.source
+    outer_values, outer_source, outer_label = ctx.values, ctx.source, ctx.op_label
     ctx.values = dict(zip(inputs, args, strict=True))
     try:
         lower_apply_nodes(ctx, inputs, outputs, source=outer_source)
@@ -50,4 +50,4 @@ def inline_graph(ctx: LoweringContext, inputs, outputs, args: list[Value]) -> li
     except UnsupportedOpsError as e:
         raise Unsupported("inner graph: " + "; ".join(f"{o.op}: {o.reason}" for o in e.occurrences)) from None
     finally:
-        ctx.values, ctx.source = outer_values, outer_source
+        ctx.values, ctx.source, ctx.op_label = outer_values, outer_source, outer_label

@@ -51,6 +51,6 @@ def lower_ifelse(ctx: LoweringContext, node) -> list[Value]:
         subgraphs[role] = body.finish([inputs[v] for v in values])
     out = ctx.graph.create_node("if", [cond, *captured], subgraphs=subgraphs,
                                 output_names=[v.name for v in node.outputs])
-    out.trace = ctx.source
+    out.origins = ctx.origins
     ctx.graph.append(out)
     return list(out.outputs)

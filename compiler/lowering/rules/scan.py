@@ -148,7 +148,7 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
     loop = ctx.graph.create_node("loop", [n, *carried_init, *invariant],
                                  {"num_carried": len(carried_init), "has_condition": bool(info.as_while)},
                                  subgraphs={"body": graph})
-    loop.trace = ctx.source
+    loop.origins = ctx.origins
     ctx.graph.append(loop)
     finals, traces = loop.outputs[:len(carried_init)], list(loop.outputs[len(carried_init):])
 

@@ -1,0 +1,185 @@
+"""A PyTensor mode that runs functions through this compiler and onnxruntime:
+``pytensor.function(inputs, outputs, mode="ONNX")`` (or ``mode=ONNX_MODE``).
+
+``ONNXLinker`` is a ``JITLinker`` (like PyTensor's JAX, Numba and PyTorch
+linkers): once per function it compiles the function's rewritten
+``FunctionGraph`` with ``compile_to_onnx`` (shared variables stay model
+inputs, ``bake_shared=False``, so their current values are read at each
+call) and each call runs the model in onnxruntime. PyTensor's ``Function``
+keeps its own semantics around the thunk: the update expressions are extra
+outputs of the graph, and ``Function`` writes them back into the shared
+variables after each call; ``givens`` are substituted before the graph
+reaches the linker; outputs are fresh arrays on every call, so borrowed
+outputs never alias.
+
+Which PyTensor rewrites run before lowering (``REWRITES``): only
+``minimum_compile`` (what every PyTensor linker requires), so our lowering
+sees the graph as the user wrote it. ``bench/bench_mode.py`` measured the
+alternatives (README, "PyTensor mode"): the same ONNX graphs for the demo MLP
+and CNN, a smaller scan with ``canonicalize+stabilize`` (5 nodes against 8)
+but the hand-written MNIST CNN grows from 13 to 32 nodes (PyTensor's
+canonical forms hide the convolutions from ``conv-recovery``), and
+``fast_run`` (without the C, BLAS, fusion and inplace rewrites, as the JAX
+and PyTorch linkers drop them) turns the demo CNN into 190 nodes, 40x
+slower, and puts an unsupported ``Assert`` into the SGD step. Other
+queries: ``onnx_mode(rewrites=...)``.
+
+An op with no lowering raises ``compiler.errors.UnsupportedOpsError``
+(listing every unsupported op with its source line) when the function is
+compiled: there is no Python fallback.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from pytensor.compile.mode import Mode, predefined_linkers, predefined_modes, register_linker, register_mode
+from pytensor.graph.rewriting.db import RewriteDatabaseQuery
+from pytensor.link.basic import JITLinker
+
+from compiler.pytensor_compat import SCAN_PREALLOC_TAG
+
+INCOMPATIBLE_REWRITES = ("cxx_only", "BlasOpt", "fusion", "inplace", "local_careduce_fusion", SCAN_PREALLOC_TAG)
+REWRITES = RewriteDatabaseQuery(include=["minimum_compile"])
+MODE_NAME = "ONNX"
+LINKER_NAME = "onnx"
+
+
+class ONNXLinker(JITLinker):
+    """Compile a ``FunctionGraph`` to ONNX once, run it with onnxruntime.
+
+    Args:
+        passes: the pass pipeline (None: ``passes.DEFAULT_PIPELINE``).
+        compile_options: more keyword arguments for ``compile_to_onnx``
+            (``emit_options``, ``input_shapes``, ``check_passes``, ...).
+        pin_shared_shapes: compile for the shapes the shared variables
+            have (recompiling when a call sees other shapes); False keeps
+            their dims symbolic.
+
+    Attributes:
+        compiled: the ``CompiledModel`` of the last function linked (for
+            ``report()``, ``save()``), None before.
+    """
+
+    required_rewrites = ("minimum_compile",)
+    incompatible_rewrites = INCOMPATIBLE_REWRITES
+
+    def __init__(self, passes: Sequence | None = None, compile_options: dict | None = None,
+                 pin_shared_shapes: bool = True, **kwargs):
+        super().__init__(**kwargs)
+        self.passes = passes
+        self.compile_options = dict(compile_options or {})
+        self.pin_shared_shapes = pin_shared_shapes
+        self.compiled = None
+
+    def fgraph_convert(self, fgraph, **kwargs):
+        """Compile ``fgraph`` (``compile_to_onnx(fgraph, bake_shared=False)``)
+        and return a function mapping its input values to its output values.
+
+        With ``pin_shared_shapes`` the shapes of the shared variables are
+        pinned to their current values' (``input_shapes``), so the passes see
+        static weight shapes (a bias add becomes part of a ``Gemm``); a call
+        whose shared values have other shapes compiles once more for them.
+
+        Raises:
+            UnsupportedOpsError: ops with no lowering (all listed).
+        """
+        from pytensor.compile.sharedvalue import SharedVariable
+
+        shared = [i for i, v in enumerate(fgraph.inputs)
+                  if isinstance(v, SharedVariable) and hasattr(v.type, "ndim")] if self.pin_shared_shapes else []
+        runners: dict[tuple, Any] = {}
+
+        def runner_for(values) -> Any:
+            key = tuple(np.shape(values[i]) for i in shared)
+            run = runners.get(key)
+            if run is None:
+                run = runners[key] = self._compile(fgraph, {fgraph.inputs[i]: s for i, s in zip(shared, key)})
+            return run
+
+        def run(*values: Any) -> list[np.ndarray]:
+            return runner_for(values)(values)
+
+        # compile now for the current shared values, so errors surface when the function is built
+        runner_for([v.get_value(borrow=True) if i in shared else None for i, v in enumerate(fgraph.inputs)])
+        return run
+
+    def _compile(self, fgraph, shared_shapes: dict):
+        from compiler.driver import compile_to_onnx
+
+        options = dict(self.compile_options)
+        if shared_shapes:
+            options["input_shapes"] = {**shared_shapes, **options.get("input_shapes", {})}
+        compiled = compile_to_onnx(fgraph, self.passes, bake_shared=False, **options)
+        self.compiled = compiled
+        positions = [fgraph.inputs.index(v) for v in compiled.input_variables]
+        names, outputs, session = compiled.input_names, compiled.output_names, compiled.session
+
+        def run(values) -> list[np.ndarray]:
+            return session.run(outputs, {name: _c_array(values[i]) for name, i in zip(names, positions)})
+
+        return run
+
+    def accept(self, fgraph, no_recycling=None, profile=None):
+        """Tie the linker to ``fgraph`` (a linker already tied to another
+        graph hands over a clone keeping ``passes`` and the options)."""
+        if self.fgraph is not None and self.fgraph is not fgraph:
+            return self.clone().accept(fgraph, no_recycling, profile)
+        return super().accept(fgraph, no_recycling, profile)
+
+    def jit_compile(self, fn):
+        return fn
+
+    def create_thunk_inputs(self, storage_map):
+        return [storage_map[n] for n in self.fgraph.inputs]
+
+    def clone(self, allow_gc=None):
+        return type(self)(self.passes, self.compile_options, self.pin_shared_shapes,
+                          allow_gc=self.allow_gc if allow_gc is None else allow_gc)
+
+    def __repr__(self) -> str:
+        return f"ONNXLinker(passes={self.passes!r})"
+
+
+def _c_array(value) -> np.ndarray:
+    """``value`` as a C-contiguous array for onnxruntime, keeping its rank
+    (``np.ascontiguousarray`` would make a 0-d array 1-d)."""
+    array = np.asarray(value)
+    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
+
+
+def onnx_mode(passes: Sequence | None = None, rewrites: RewriteDatabaseQuery | str = REWRITES, *,
+              pin_shared_shapes: bool = True, **compile_options) -> Mode:
+    """A PyTensor ``Mode`` compiling with ``ONNXLinker``.
+
+    Args:
+        passes: the pass pipeline (None: the default pipeline).
+        rewrites: the PyTensor rewrites that run before lowering
+            (``REWRITES`` by default; ``RewriteDatabaseQuery(include=
+            ["minimum_compile"])`` hands over an almost raw graph).
+        pin_shared_shapes: see ``ONNXLinker``.
+        compile_options: keyword arguments for ``compile_to_onnx``.
+    """
+    return Mode(linker=ONNXLinker(passes, compile_options, pin_shared_shapes), optimizer=rewrites)
+
+
+def compiled_model(function):
+    """The ``CompiledModel`` behind a ``pytensor.function`` compiled in an
+    ONNX mode (for ``report()``, ``save()``, ``model``).
+
+    Raises:
+        TypeError: the function was not compiled with ``ONNXLinker``.
+    """
+    linker = getattr(getattr(function, "maker", None), "linker", None)
+    if not isinstance(linker, ONNXLinker) or linker.compiled is None:
+        raise TypeError("the function was not compiled in an ONNX mode")
+    return linker.compiled
+
+
+ONNX_MODE = onnx_mode()
+
+if MODE_NAME not in predefined_modes:
+    register_mode(MODE_NAME, ONNX_MODE)
+if LINKER_NAME not in predefined_linkers:
+    register_linker(LINKER_NAME, ONNX_MODE.linker)

@@ -41,11 +41,14 @@ class EmitOptions:
     """Choices of ONNX form that ``emit_model`` leaves to the caller.
 
     Attributes:
-        float64_conv: what to do with float64 ops whose onnxruntime CPU
-            kernel has no float64 version (Conv for ``conv`` and
-            ``convolve2d``, AveragePool for ``avg_pool``): ``"error"`` raises
-            ``EmitError``; ``"float32"`` casts in, computes in float32, casts
-            out and issues a ``UserWarning`` naming the op.
+        float64_conv: how to emit float64 ops whose onnxruntime CPU kernel
+            has no float64 version (Conv for ``conv`` and ``convolve2d``,
+            AveragePool for ``avg_pool``): ``"exact"`` (default) emits exact
+            float64 decompositions (``rules/window_f64.py``: strided Slices
+            and MatMul, or Add and Div); ``"float32"`` casts in, computes
+            in float32, casts out and issues a ``UserWarning`` naming the
+            op; ``"native"`` emits the float64 operator itself, for
+            runtimes that have it (onnxruntime's CPU provider does not).
         silu: ``"function"`` emits ``silu`` as a call of the model-local
             function ``SiLU`` (domain ``pytensor_onnx``); ``"primitive"``
             inlines its body.
@@ -56,12 +59,12 @@ class EmitOptions:
             mask so that such windows give NaN, as ``np.max`` does.
     """
 
-    float64_conv: str = "error"
+    float64_conv: str = "exact"
     silu: str = "function"
     gelu: str = "function"
     max_pool_nan: str = "native"
 
-    CHOICES = {"float64_conv": ("error", "float32"), "silu": ("function", "primitive"),
+    CHOICES = {"float64_conv": ("exact", "float32", "native"), "silu": ("function", "primitive"),
                "gelu": ("function", "primitive"), "max_pool_nan": ("native", "propagate")}
 
     def __post_init__(self):

@@ -28,7 +28,7 @@ MIN_OPSET = 18
 PRODUCER = "pytensor-onnx"
 
 
-def emit_model(graph: Graph, *, opset: int = 18, float64_conv: str = "error", silu: str = "function",
+def emit_model(graph: Graph, *, opset: int = 18, float64_conv: str = "exact", silu: str = "function",
                gelu: str = "function", max_pool_nan: str = "native",
                value_info: bool = False) -> onnx.ModelProto:
     """Emit ``graph`` as an ONNX model.

@@ -76,6 +76,16 @@ def test_float64_conv_parameters_match_to_1e_12(groups, stride, dilation, paddin
     _exact([x], [y], [RNG.normal(size=(2, 4, 9, 8))])
 
 
+@pytest.mark.parametrize("stride, dilation", [(1, 1), (2, 2)])
+def test_float64_depthwise_conv_matches_to_1e_12(stride, dilation):
+    x = pt.tensor("x", dtype="float64", shape=(None, 4, None, None))
+    W = pytensor.shared(RNG.normal(size=(4, 1, 3, 3)), name="W")
+    b = pytensor.shared(RNG.normal(size=4), name="b")
+    y = nn.conv2d(x, W, b, stride=stride, padding=1, dilation=dilation, groups=4)
+    compiled = _exact([x], [y], [RNG.normal(size=(2, 4, 9, 8))])
+    assert "MatMul" not in onnx_ops(compiled)  # one Mul per tap
+
+
 @pytest.mark.parametrize("kernel, stride, padding, count_include_pad", [
     (2, None, 0, True), (3, 1, 1, False), (3, 2, 1, True), ((3, 2), (1, 2), (1, 0), False)])
 @pytest.mark.parametrize("hw", [(7, 6), (None, None)])

@@ -15,6 +15,9 @@ chosen by ``CONV_FORM`` (``bench/bench_float64_conv.py`` measures both):
 * ``"taps"``: per offset, MatMul of the slice ``(N, g, C/g, L)`` with the
   weights of that tap ``(g, M/g, C/g)``, summed over the K offsets.
 
+A depthwise convolution (one input and one output channel per group) is
+the sum over offsets of each slice times its tap's weights (Mul, Add).
+
 Each output is one float64 dot product of ``C/g * K`` terms (im2col) or a
 sum of K such products (taps): float64 rounding only, in an order that
 differs from PyTensor's (the tests hold it to 1e-12 relative).
@@ -95,12 +98,16 @@ def conv_f64(ctx, x, w, b, *, w_shape, out_shape, kernel, strides, dilations, pa
     is the IR output shape (static dims become constants). Returns the
     float64 (N, M, *out) value."""
     form = form or CONV_FORM
+    out = None
     nsp = len(kernel)
     taps = int(np.prod(kernel, dtype=np.int64))
     slices = window_slices(ctx, _padded(ctx, x, pads, nsp), kernel, strides, dilations)
     m = w_shape[0]
     lead = [0, m if isinstance(m, int) else -1]
-    if form == "im2col":
+    if w_shape[1] == 1 and m == group:  # depthwise: one product per tap, no MatMul
+        y = _depthwise(ctx, w, slices, taps, nsp)
+        out = y
+    elif form == "im2col":
         cols = [ctx.op("Reshape", s, _i64(ctx, [0, 0, 1, -1])) for s in slices]  # (N, C, 1, L)
         col = ctx.op("Concat", *cols, axis=2) if taps > 1 else cols[0]  # (N, C, K, L)
         col = ctx.op("Reshape", col, _i64(ctx, [0, group, -1, 0]))  # (N, g, C/g * K, L)
@@ -115,9 +122,22 @@ def conv_f64(ctx, x, w, b, *, w_shape, out_shape, kernel, strides, dilations, pa
             y = term if y is None else ctx.op("Add", y, term)
     else:
         raise ValueError(f"conv form {form!r}: must be one of {CONV_FORMS}")
-    y = ctx.op("Reshape", y, _output_shape(ctx, lead, slices[0], out_shape))
+    if y is not out:
+        y = ctx.op("Reshape", y, _output_shape(ctx, lead, slices[0], out_shape))
     if b is not None:
         y = ctx.op("Add", y, ctx.op("Unsqueeze", b, _i64(ctx, range(1, 1 + nsp))))
+    return y
+
+
+def _depthwise(ctx, w, slices, taps: int, nsp: int):
+    """The depthwise convolution (M == C == group): the sum over taps of
+    each slice (N, C, *out) times that tap's weights (C, 1, ..., 1)."""
+    wk = ctx.op("Reshape", w, _i64(ctx, [0, taps] + [1] * (nsp - 1)))  # (C, K, 1, ...): rank 1 + nsp
+    y = None
+    for t, s in enumerate(slices):
+        wt = ctx.op("Slice", wk, _i64(ctx, [t]), _i64(ctx, [t + 1]), _i64(ctx, [1]))  # (C, 1, 1, ...)
+        term = ctx.op("Mul", s, wt)
+        y = term if y is None else ctx.op("Add", y, term)
     return y
 
 

@@ -175,15 +175,73 @@ def recover_conv(rw: Rewriter, m: Match) -> Value | str:
     full = cv.attrs["full"]
     if not full and any(isinstance(n, int) and n < k for n, k in zip(x5.shape[3:], kernel)):
         return "image smaller than the kernel in valid mode: SciPy swaps the operands"
-    strides = (1, 1)
+    strides, crop = (1, 1), None
     if "stride" in m:
         strides = open_steps(m.stride, first_spatial=3)
-        if isinstance(strides, str):
-            return strides
+        if isinstance(strides, str):  # a crop (or crop and stride): a slice of the conv
+            strides, crop = (1, 1), spatial_slice(m.stride, first_spatial=3)
+            if isinstance(crop, str):
+                return crop
     pads = [k - 1 for k in kernel] * 2 if full else [0] * 4
     x = drop_axis(rw, x5, 1)
     w = drop_axis(rw, k5, 0) if k5.rank == 5 else k5
-    return rw.add("conv", [x, w], with_window({"flip": True}, strides, pads, (1, 1)))
+    y = rw.add("conv", [x, w], with_window({"flip": True}, strides, pads, (1, 1)))
+    if crop is not None:
+        y = rw.add("slice", [y, *m.stride.inputs[1:]], {"axes": [a - 1 for a in crop]})
+    return y
+
+
+def spatial_slice(node: Node, first_spatial: int) -> list[int] | str:
+    """The normalized axes of a ``slice`` node with positive steps on
+    spatial axes only (from ``first_spatial`` on); else why it is not one."""
+    x = node.inputs[0]
+    axes = [normalize_axis(a, x.rank, "slice") for a in node.attrs["axes"]]
+    if any(a < first_spatial for a in axes):
+        return "slices a non-spatial axis"
+    if any(step < 1 for step in node.inputs[3].const.tolist()):
+        return "a step is not positive"
+    return axes
+
+
+# -- crop sinking: a crop of a conv moves past elementwise ops ---------------
+SINK_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "relu", "leaky_relu", "silu", "sigmoid", "tanh",
+            "cast")
+SINK_FROM = ("conv",) + SINK_OPS
+
+
+def sink_crop(rw: Rewriter, m: Match) -> Value | str:
+    """f(x[:, :, :h, :w], b) -> f(x, b)[:, :, :h, :w] for an elementwise f
+    whose other operands have size 1 on the cropped axes, when x is a conv
+    (or such an f of one): the crop PyTensor moved into the channel sum goes
+    back to where the pooling recovery reads it (rule 6)."""
+    root = m.root
+    crops = [i for i, v in enumerate(root.inputs) if _is_crop(v)]
+    if len(crops) != 1:
+        return "needs exactly one operand that is a single-use end crop of a conv"
+    i = crops[0]
+    crop = root.inputs[i].producer
+    x = crop.inputs[0]
+    if x.rank != root.output.rank:
+        return "the crop is broadcast"
+    axes = [normalize_axis(a, x.rank, "slice") for a in crop.attrs["axes"]]
+    for j, other in enumerate(root.inputs):
+        if j != i and any(a - (x.rank - other.rank) >= 0 and other.shape[a - (x.rank - other.rank)] != 1
+                          for a in axes):
+            return f"operand {j} varies along a cropped axis"
+    inputs = [x if j == i else v for j, v in enumerate(root.inputs)]
+    return rw.add("slice", [rw.add(root.op, inputs, dict(root.attrs)), *crop.inputs[1:]], dict(crop.attrs))
+
+
+def _is_crop(value: Value) -> bool:
+    """Whether ``value`` is a single-use ``slice`` from 0 with step 1 and
+    constant bounds of the output of a conv or of a ``SINK_OPS`` node."""
+    node = value.producer
+    if node is None or node.op != "slice" or value.num_uses != 1:
+        return False
+    data = node.inputs[0].producer
+    if data is None or data.op not in SINK_FROM or any(v.const is None for v in node.inputs[1:]):
+        return False
+    return not any(node.inputs[1].const.tolist()) and all(s == 1 for s in node.inputs[3].const.tolist())
 
 
 def drop_axis(rw: Rewriter, value: Value, axis: int) -> Value:
@@ -383,6 +441,8 @@ RULES = RuleSet([
     # sum_c convolve2d(x[:, None], W[None]) -> conv{flip=true}(x, W), optionally strided
     *(Rule("channel-sum", root, recover_conv) for root in _channel_sums(CV)),
     *(Rule("strided-channel-sum", root, recover_conv) for root in _channel_sums(STRIDED_CV)),
+    # f(conv(x, W)[:, :, :h, :w], b) -> f(conv(x, W), b)[:, :, :h, :w]
+    *(Rule("crop-sink", Op(op, rest=Var()), sink_crop) for op in SINK_OPS),
     # conv(pad(x, 0), W) -> conv{pads}(x, W)
     Rule("conv-pad", Op("conv", PAD, Var("w"), rest=Var("b")), fold_pad),
     # conv(x, W)[:, :, ::s, ::s] -> conv{strides=s}(x, W)

@@ -29,7 +29,8 @@ taps. The rules below see the IR after lowering, ``canonicalize`` and
    (``cast(reduce_sum(cast(%c){to=f64}), f32)``, PyTensor's ``acc_dtype``),
    ``squeeze(%c){axes=[2]}`` (what PyTensor leaves of the sum when C = 1),
    a strided slice of ``%c`` under the sum (compiled graphs push the slice of
-   rule 3 there), a rank-4 kernel broadcast without ``[None]``, and kernels
+   rule 3 there; any other slice of the spatial axes, such as a pooling crop,
+   becomes the same slice of the conv), a rank-4 kernel broadcast without ``[None]``, and kernels
    and images that are not ``unsqueeze`` nodes (a folded constant kernel is
    reshaped at compile time, other values get a ``squeeze``).
 
@@ -79,6 +80,18 @@ taps. The rules below see the IR after lowering, ``canonicalize`` and
      ->
        const %K_1: f32[1,1,2,2] = [[[[1.0, 2.0], [3.0, 4.0]]]]
        %y: f32[N,1,6,6] = conv(%x, %K_1) {dilations=[2, 2], flip=true, ...}
+
+6. crop-sink: an end crop (start 0, step 1, constant bounds) of a conv,
+   read by an elementwise op whose other operands have size 1 on the cropped
+   axes, moves after that op, and on through the next ones; the pooling crop
+   of rule 1 thus returns to where ``pool-recovery`` absorbs it into a
+   floor-mode max pool (what the raw graph had)::
+
+       %s: f32[N,64,10,10] = slice(%c, %zeros, %tens, %ones) {axes=[2, 3]}
+       %y: f32[N,64,10,10] = add(%s, %b)                      (%b: f32[1,64,1,1])
+     ->
+       %a: f32[N,64,11,11] = add(%c, %b)
+       %y: f32[N,64,10,10] = slice(%a, %zeros, %tens, %ones) {axes=[2, 3]}
 
 Semantics and assumptions (PyTensor's ``Convolve2d.perform`` is
 ``scipy.signal.convolve(in1, in2, mode, method="auto")``, which may use the FFT):
@@ -203,7 +216,7 @@ def spatial_slice(node: Node, first_spatial: int) -> list[int] | str:
     return axes
 
 
-# -- crop sinking: a crop of a conv moves past elementwise ops ---------------
+# -- rule 6: crop sinking: a crop of a conv moves past elementwise ops -------
 SINK_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "relu", "leaky_relu", "silu", "sigmoid", "tanh",
             "cast")
 SINK_FROM = ("conv",) + SINK_OPS

@@ -71,11 +71,14 @@ def window_slices(ctx, x, kernel, strides, dilations):
 
 def _output_shape(ctx, lead: list[int], first_slice, out_shape):
     """The int64 target ``lead + output spatial dims``: a constant when
-    ``out_shape`` (the IR output type's shape) is static."""
+    ``out_shape`` (the IR output type's shape) is static; else the batch and
+    spatial dims read off ``first_slice`` (N, C, *out), which ONNX shape
+    inference follows (a 0 "copy this dim" entry it may not)."""
     spatial = out_shape[2:]
     if all(isinstance(d, int) for d in spatial):
         return _i64(ctx, lead + list(spatial))
-    return ctx.op("Concat", _i64(ctx, lead), ctx.op("Shape", first_slice, start=2), axis=0)
+    return ctx.op("Concat", ctx.op("Shape", first_slice, start=0, end=1), _i64(ctx, lead[1:]),
+                  ctx.op("Shape", first_slice, start=2), axis=0)
 
 
 def _grouped_weights(ctx, w, w_shape, group: int, taps: int):
@@ -104,7 +107,7 @@ def conv_f64(ctx, x, w, b, *, w_shape, out_shape, kernel, strides, dilations, pa
     slices = window_slices(ctx, _padded(ctx, x, pads, nsp), kernel, strides, dilations)
     m = w_shape[0]
     lead = [0, m if isinstance(m, int) else -1]
-    if w_shape[1] == 1 and m == group:  # depthwise: one product per tap, no MatMul
+    if w_shape[1] == 1 and m == group > 1:  # depthwise: one product per tap, no MatMul
         y = _depthwise(ctx, w, slices, taps, nsp)
         out = y
     elif form == "im2col":

@@ -29,7 +29,8 @@ taps. The rules below see the IR after lowering, ``canonicalize`` and
    (``cast(reduce_sum(cast(%c){to=f64}), f32)``, PyTensor's ``acc_dtype``),
    ``squeeze(%c){axes=[2]}`` (what PyTensor leaves of the sum when C = 1),
    a strided slice of ``%c`` under the sum (compiled graphs push the slice of
-   rule 3 there), a rank-4 kernel broadcast without ``[None]``, and kernels
+   rule 3 there; any other slice of the spatial axes, such as a pooling crop,
+   becomes the same slice of the conv), a rank-4 kernel broadcast without ``[None]``, and kernels
    and images that are not ``unsqueeze`` nodes (a folded constant kernel is
    reshaped at compile time, other values get a ``squeeze``).
 
@@ -79,6 +80,18 @@ taps. The rules below see the IR after lowering, ``canonicalize`` and
      ->
        const %K_1: f32[1,1,2,2] = [[[[1.0, 2.0], [3.0, 4.0]]]]
        %y: f32[N,1,6,6] = conv(%x, %K_1) {dilations=[2, 2], flip=true, ...}
+
+6. crop-sink: an end crop (start 0, step 1, constant bounds) of a conv,
+   read by an elementwise op whose other operands have size 1 on the cropped
+   axes, moves after that op, and on through the next ones; the pooling crop
+   of rule 1 thus returns to where ``pool-recovery`` absorbs it into a
+   floor-mode max pool (what the raw graph had)::
+
+       %s: f32[N,64,10,10] = slice(%c, %zeros, %tens, %ones) {axes=[2, 3]}
+       %y: f32[N,64,10,10] = add(%s, %b)                      (%b: f32[1,64,1,1])
+     ->
+       %a: f32[N,64,11,11] = add(%c, %b)
+       %y: f32[N,64,10,10] = slice(%a, %zeros, %tens, %ones) {axes=[2, 3]}
 
 Semantics and assumptions (PyTensor's ``Convolve2d.perform`` is
 ``scipy.signal.convolve(in1, in2, mode, method="auto")``, which may use the FFT):
@@ -175,15 +188,73 @@ def recover_conv(rw: Rewriter, m: Match) -> Value | str:
     full = cv.attrs["full"]
     if not full and any(isinstance(n, int) and n < k for n, k in zip(x5.shape[3:], kernel)):
         return "image smaller than the kernel in valid mode: SciPy swaps the operands"
-    strides = (1, 1)
+    strides, crop = (1, 1), None
     if "stride" in m:
         strides = open_steps(m.stride, first_spatial=3)
-        if isinstance(strides, str):
-            return strides
+        if isinstance(strides, str):  # a crop (or crop and stride): a slice of the conv
+            strides, crop = (1, 1), spatial_slice(m.stride, first_spatial=3)
+            if isinstance(crop, str):
+                return crop
     pads = [k - 1 for k in kernel] * 2 if full else [0] * 4
     x = drop_axis(rw, x5, 1)
     w = drop_axis(rw, k5, 0) if k5.rank == 5 else k5
-    return rw.add("conv", [x, w], with_window({"flip": True}, strides, pads, (1, 1)))
+    y = rw.add("conv", [x, w], with_window({"flip": True}, strides, pads, (1, 1)))
+    if crop is not None:
+        y = rw.add("slice", [y, *m.stride.inputs[1:]], {"axes": [a - 1 for a in crop]})
+    return y
+
+
+def spatial_slice(node: Node, first_spatial: int) -> list[int] | str:
+    """The normalized axes of a ``slice`` node with positive steps on
+    spatial axes only (from ``first_spatial`` on); else why it is not one."""
+    x = node.inputs[0]
+    axes = [normalize_axis(a, x.rank, "slice") for a in node.attrs["axes"]]
+    if any(a < first_spatial for a in axes):
+        return "slices a non-spatial axis"
+    if any(step < 1 for step in node.inputs[3].const.tolist()):
+        return "a step is not positive"
+    return axes
+
+
+# -- rule 6: crop sinking: a crop of a conv moves past elementwise ops -------
+SINK_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "relu", "leaky_relu", "silu", "sigmoid", "tanh",
+            "cast")
+SINK_FROM = ("conv",) + SINK_OPS
+
+
+def sink_crop(rw: Rewriter, m: Match) -> Value | str:
+    """f(x[:, :, :h, :w], b) -> f(x, b)[:, :, :h, :w] for an elementwise f
+    whose other operands have size 1 on the cropped axes, when x is a conv
+    (or such an f of one): the crop PyTensor moved into the channel sum goes
+    back to where the pooling recovery reads it (rule 6)."""
+    root = m.root
+    crops = [i for i, v in enumerate(root.inputs) if _is_crop(v)]
+    if len(crops) != 1:
+        return "needs exactly one operand that is a single-use end crop of a conv"
+    i = crops[0]
+    crop = root.inputs[i].producer
+    x = crop.inputs[0]
+    if x.rank != root.output.rank:
+        return "the crop is broadcast"
+    axes = [normalize_axis(a, x.rank, "slice") for a in crop.attrs["axes"]]
+    for j, other in enumerate(root.inputs):
+        if j != i and any(a - (x.rank - other.rank) >= 0 and other.shape[a - (x.rank - other.rank)] != 1
+                          for a in axes):
+            return f"operand {j} varies along a cropped axis"
+    inputs = [x if j == i else v for j, v in enumerate(root.inputs)]
+    return rw.add("slice", [rw.add(root.op, inputs, dict(root.attrs)), *crop.inputs[1:]], dict(crop.attrs))
+
+
+def _is_crop(value: Value) -> bool:
+    """Whether ``value`` is a single-use ``slice`` from 0 with step 1 and
+    constant bounds of the output of a conv or of a ``SINK_OPS`` node."""
+    node = value.producer
+    if node is None or node.op != "slice" or value.num_uses != 1:
+        return False
+    data = node.inputs[0].producer
+    if data is None or data.op not in SINK_FROM or any(v.const is None for v in node.inputs[1:]):
+        return False
+    return not any(node.inputs[1].const.tolist()) and all(s == 1 for s in node.inputs[3].const.tolist())
 
 
 def drop_axis(rw: Rewriter, value: Value, axis: int) -> Value:
@@ -383,6 +454,8 @@ RULES = RuleSet([
     # sum_c convolve2d(x[:, None], W[None]) -> conv{flip=true}(x, W), optionally strided
     *(Rule("channel-sum", root, recover_conv) for root in _channel_sums(CV)),
     *(Rule("strided-channel-sum", root, recover_conv) for root in _channel_sums(STRIDED_CV)),
+    # f(conv(x, W)[:, :, :h, :w], b) -> f(conv(x, W), b)[:, :, :h, :w]
+    *(Rule("crop-sink", Op(op, rest=Var()), sink_crop) for op in SINK_OPS),
     # conv(pad(x, 0), W) -> conv{pads}(x, W)
     Rule("conv-pad", Op("conv", PAD, Var("w"), rest=Var("b")), fold_pad),
     # conv(x, W)[:, :, ::s, ::s] -> conv{strides=s}(x, W)

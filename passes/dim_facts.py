@@ -69,13 +69,30 @@ def known_shape(value: Value, budget: _Budget | None = None) -> tuple[Dim, ...]:
     if not budget.take():
         return shape
     types = [v.type.with_shape(known_shape(v, budget)) for v in node.inputs]
+    opdef = get_op(node.op)
+    consts = [v.const for v in node.inputs]
+    if opdef.symbolic_inputs:  # reshape, expand, slice...: shape-like inputs as far as ``elements`` sees them
+        consts = [c if c is not None else _symbolic_array(v, budget) for c, v in zip(consts, node.inputs)]
     try:
-        inferred = get_op(node.op).infer(types, node.attrs, [v.const for v in node.inputs])[value.index]
+        inferred = opdef.infer(types, node.attrs, consts)[value.index]
     except (ValueError, TypeError, IndexError):  # a type rule rejecting its inputs: keep what we have
         return shape
     if inferred.rank != len(shape):
         return shape
     return tuple(join_dims(a, b) for a, b in zip(shape, inferred.shape))
+
+
+def _symbolic_array(value: Value, budget: _Budget) -> np.ndarray | None:
+    """``value``'s elements as an object array of dims (None where unknown),
+    the form type rules with ``symbolic_inputs`` read; None when nothing is known."""
+    if value.rank > 1 or not value.dtype.is_int:
+        return None
+    data = elements(value, budget)
+    if data is None or not any(_is_dim(e) for e in data):
+        return None
+    out = np.empty(len(data), dtype=object)
+    out[:] = [e if _is_dim(e) else None for e in data]
+    return out.reshape(value.shape)
 
 
 def dim_source(value: Value, axis: int, budget: _Budget | None = None) -> Any:

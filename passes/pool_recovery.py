@@ -96,7 +96,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ir import DType, Graph, Node, Value
+from ir import DType, Graph, Node, Value, symbolic
 from passes.base import Pass, register_pass
 from passes.dim_facts import elements, known_shape
 from passes.pattern import Const, Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
@@ -178,7 +178,11 @@ def _window_pool(rw: Rewriter, op: str, x: Value, kernel, strides, starts, lengt
     dims = known_shape(x)
     bounds = {}
     for i, (k, s, b, n) in enumerate(zip(kernel, strides, starts, lengths)):
-        if b != 0 or (dims[2 + i] - k) // s + 1 != n:
+        if dims[2 + i] is None:
+            return f"spatial axis {i} of {x.type} has no known size"
+        if b != 0 or symbolic.add(symbolic.floordiv(symbolic.sub(dims[2 + i], k), s), 1) != n:
+            if not isinstance(n, int):
+                return f"the windows of axis {i} are a crop of symbolic size {n}"
             bounds[2 + i] = (b, b + (n - 1) * s + k)
     return rw.add(op, [_crop(rw, x, bounds)], {"kernel": list(kernel), "strides": list(strides)})
 
@@ -258,12 +262,14 @@ def strided_slice(value: Value) -> Strided | None:
     """``value`` as a slice of the spatial axes of some x with constant
     bounds and positive steps (other axes untouched), else None."""
     node = value.producer
-    if node is None or node.op != "slice" or not all(v.const is not None for v in node.inputs[1:]):
+    if node is None or node.op != "slice":
         return None
     x = node.inputs[0]
     dims = known_shape(x)
-    if x.rank < 3 or not _static(dims[2:]):
+    if x.rank < 3:
         return None
+    if not all(v.const is not None for v in node.inputs[1:]) or not _static(dims[2:]):
+        return _symbolic_slice(node, dims)
     spans = {a: range(d) for a, d in enumerate(dims) if a >= 2}
     starts, stops, steps = (v.const.tolist() for v in node.inputs[1:])
     for a, b, e, s in zip(node.attrs["axes"], starts, stops, steps):
@@ -277,6 +283,41 @@ def strided_slice(value: Value) -> Strided | None:
     order = sorted(spans)
     return Strided(x, tuple(spans[a].step if len(spans[a]) > 1 else 1 for a in order),
                    tuple(len(spans[a]) for a in order), tuple(spans[a].start for a in order))
+
+
+def _symbolic_slice(node: Node, dims) -> Strided | None:
+    """A step-1 ``slice`` of the spatial axes with bounds or sizes that are
+    symbolic (``x[:, :, i:i + H]`` of an x of ``H + 4`` rows; bounds read
+    with ``dim_facts.elements``) as a ``Strided`` with symbolic lengths:
+    the start a constant >= 0, the stop provably within the axis."""
+    x = node.inputs[0]
+    bounds = [elements(v) for v in node.inputs[1:]]
+    if any(b is None for b in bounds) or any(s != 1 for s in bounds[2]):
+        return None
+    starts, lengths = {a: 0 for a in range(2, x.rank)}, {a: dims[a] for a in range(2, x.rank)}
+    for a, b, e in zip(node.attrs["axes"], bounds[0], bounds[1]):
+        a %= x.rank
+        if isinstance(e, int) and e >= OPEN_END:
+            e = dims[a]
+        if a < 2:
+            if b != 0 or e != dims[a]:
+                return None
+            continue
+        if not isinstance(b, int) or b < 0 or not _is_size(e) or dims[a] is None:
+            return None
+        length = symbolic.sub(e, b)
+        if not (symbolic.is_nonnegative(e) and symbolic.is_nonnegative(symbolic.sub(dims[a], e))
+                and symbolic.is_nonnegative(length)):
+            return None
+        starts[a], lengths[a] = b, length
+    if any(n is None for n in lengths.values()):
+        return None
+    order = sorted(starts)
+    return Strided(x, (1,) * len(order), tuple(lengths[a] for a in order), tuple(starts[a] for a in order))
+
+
+def _is_size(e) -> bool:
+    return isinstance(e, (int, str, symbolic.Expr)) and not isinstance(e, bool)
 
 
 def grid_kernel(offsets: set[tuple[int, ...]]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:

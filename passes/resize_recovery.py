@@ -12,7 +12,8 @@ is added after ``a``, broadcast to ``r`` and merged into ``a``. Rules:
    ``x`` is used) or anything else (then ``squeeze(y)``, which a following
    rule may see through). With a symbolic batch the targets ``t`` and ``s``
    are computed at run time from ``shape(x)``; what they hold is read with
-   ``passes.dim_facts``::
+   ``passes.dim_facts``. The repeated axis may be static or symbolic
+   (``2*H`` for a named ``H``)::
 
        %u: f32[N,16,28,1,28] = unsqueeze(%x) {axes=[3]}
        %e: f32[N,16,28,2,28] = expand(%u, %t)
@@ -42,9 +43,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ir import Graph, Value
+from ir import Graph, Value, symbolic
 from passes.base import Pass, register_pass
-from passes.dim_facts import dim_source, elements
+from passes.dim_facts import DimOf, dim_source, elements
 from passes.pattern import Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
 
 
@@ -62,9 +63,9 @@ def repeat(rw: Rewriter, m: Match) -> Value | str:
     dims = [dim_source(y, i) for i in range(y.rank)]
     if any(t != 1 and t != d for i, (t, d) in enumerate(zip(target, dims)) if i != axis + 1):
         return "the expand broadcasts another axis"
-    if not isinstance(dims[axis], int):
-        return f"axis {axis} of {y.type} is not static"
-    want = dims[:axis] + [dims[axis] * count] + dims[axis + 2:]
+    if isinstance(dims[axis], DimOf):
+        return f"axis {axis} of {y.type} has no known size, static or named"
+    want = dims[:axis] + [symbolic.mul(dims[axis], count)] + dims[axis + 2:]
     if out.rank != len(want) or any(dim_source(out, i) != d for i, d in enumerate(want)):
         return f"the reshape to {out.type} does not merge axes {axis} and {axis + 1} of {expanded.type}"
     unsqueeze = y.producer

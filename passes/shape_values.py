@@ -170,6 +170,21 @@ def _elementwise(fn):
     return rule
 
 
+def _where(node, args):
+    """where(c, a, b) with a constant condition ``c``: the selected elements
+    (length-1 operands broadcast)."""
+    cond = node.inputs[0].const
+    a, b = args[1], args[2]
+    if cond is None or a is None or b is None:
+        return None
+    n = _length(node.output.type)
+    flags = [bool(f) for f in np.broadcast_to(cond.reshape(-1), (n,))] if cond.size in (1, n) else None
+    if flags is None or any(len(v) not in (1, n) for v in (a, b)):
+        return None
+    a, b = (v * n if len(v) == 1 else v for v in (a, b))
+    return [tuple(p if f else q for f, p, q in zip(flags, a, b))]
+
+
 VALUE_RULES: dict[str, Rule] = {
     "shape": _shape,
     "unsqueeze": _same,
@@ -193,6 +208,7 @@ VALUE_RULES: dict[str, Rule] = {
     "abs": _elementwise(sym.absolute),
     "maximum": _elementwise(sym.maximum),
     "minimum": _elementwise(sym.minimum),
+    "where": _where,
 }
 
 

@@ -51,11 +51,14 @@ class EmitOptions:
             bit-exact forms (NumPy's sign of zero everywhere, SiLU with
             ``1 / (1 + exp(-x))``). See ARCHITECTURE.md "Numerics modes" for
             the decision per rule.
-        float64_conv: what to do with float64 ops whose onnxruntime CPU
-            kernel has no float64 version (Conv for ``conv`` and
-            ``convolve2d``, AveragePool for ``avg_pool``): ``"error"`` raises
-            ``EmitError``; ``"float32"`` casts in, computes in float32, casts
-            out and issues a ``UserWarning`` naming the op.
+        float64_conv: how to emit float64 ops whose onnxruntime CPU kernel
+            has no float64 version (Conv for ``conv`` and ``convolve2d``,
+            AveragePool for ``avg_pool``): ``"exact"`` (default) emits exact
+            float64 decompositions (``rules/window_f64.py``: strided Slices
+            and MatMul, or Add and Div); ``"float32"`` casts in, computes
+            in float32, casts out and issues a ``UserWarning`` naming the
+            op; ``"native"`` emits the float64 operator itself, for
+            runtimes that have it (onnxruntime's CPU provider does not).
         silu: ``"function"`` emits ``silu`` as a call of the model-local
             function ``SiLU`` (domain ``pytensor_onnx``); ``"primitive"``
             inlines its body; ``"auto"`` (default) is ``"primitive"`` under
@@ -70,12 +73,13 @@ class EmitOptions:
     """
 
     numerics: str = "fast"
-    float64_conv: str = "error"
+    float64_conv: str = "exact"
     silu: str = "auto"
     gelu: str = "function"
     max_pool_nan: str = "native"
 
-    CHOICES = {"numerics": NUMERICS, "float64_conv": ("error", "float32"), "silu": ("auto", "function", "primitive"),
+    CHOICES = {"numerics": NUMERICS, "float64_conv": ("exact", "float32", "native"),
+               "silu": ("auto", "function", "primitive"),
                "gelu": ("function", "primitive"), "max_pool_nan": ("native", "propagate")}
 
     def __post_init__(self):

@@ -28,7 +28,7 @@ MIN_OPSET = 18
 PRODUCER = "pytensor-onnx"
 
 
-def emit_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float64_conv: str = "error",
+def emit_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float64_conv: str = "exact",
                silu: str = "auto", gelu: str = "function", max_pool_nan: str = "native",
                value_info: bool = False) -> onnx.ModelProto:
     """Emit ``graph`` as an ONNX model.

@@ -12,11 +12,15 @@ the class and the attributes and emits one IR op
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
 import pytensor.tensor as pt
+from pytensor import config
 from pytensor.compile.builders import OpFromGraph
+
+SHARED_OPS = 4096  # distinct (op, input types, parameters) signatures kept by ``NNOp.apply``
 
 
 class NNOp(OpFromGraph):
@@ -58,10 +62,26 @@ class NNOp(OpFromGraph):
     @classmethod
     def apply(cls, inputs: Sequence, **attrs: Any) -> pt.TensorVariable:
         """The output variable of this op applied to ``inputs`` (tensor
-        variables) with the parameters ``attrs``."""
-        inner = [v.type() for v in inputs]
-        output = cls.inner_graph(*inner, **attrs)
-        return cls(inner, [output], **attrs)(*inputs)
+        variables) with the parameters ``attrs``. Ops are shared between
+        calls with equal input types and parameters (``_shared_op``): a
+        network's repeated layers build their inner graph once."""
+        types = tuple(v.type for v in inputs)
+        try:
+            key = tuple(sorted(attrs.items()))
+            hash(key)
+        except TypeError:  # an unhashable parameter: a fresh op
+            return cls._new_op(types, attrs)(*inputs)
+        return _shared_op(cls, types, key)(*inputs)
+
+    @classmethod
+    def _new_op(cls, types: tuple, attrs: dict) -> "NNOp":
+        """A new op of this class for inputs of ``types``; the inner graph is
+        built without PyTensor's per-node stack traces (nothing reports
+        inner nodes: lowering reads the op, PyTensor inlines the graph)."""
+        with config.change_flags(traceback__limit=0):
+            inner = [t() for t in types]
+            output = cls.inner_graph(*inner, **attrs)
+            return cls(inner, [output], **attrs)
 
     @property
     def attrs(self) -> dict[str, Any]:
@@ -71,6 +91,13 @@ class NNOp(OpFromGraph):
     def __str__(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.attrs.items())
         return f"{type(self).__name__}{{{params}}}" if params else type(self).__name__
+
+
+@functools.lru_cache(maxsize=SHARED_OPS)
+def _shared_op(cls: type, types: tuple, key: tuple) -> NNOp:
+    """The op of ``cls`` for inputs of ``types`` and parameters ``key``
+    (sorted items), built once per distinct signature."""
+    return cls._new_op(types, dict(key))
 
 
 # -- arguments -------------------------------------------------------------

@@ -321,7 +321,7 @@ def test_emit_options_are_checked():
     with pytest.raises(ValueError, match="silu='fast'"):
         emit_model(graph, silu="fast")
     with pytest.raises(ValueError, match="float64_conv"):
-        emit_model(graph, float64_conv="float16")
+        emit_model(graph, float64_conv="error")
 
 
 # -- convolution -----------------------------------------------------------------------
@@ -347,25 +347,36 @@ def test_convolve2d_with_sobel_against_scipy():
         np.testing.assert_array_equal(got[0], scipy.signal.convolve2d(image, SOBEL, mode=mode))
 
 
-@pytest.mark.parametrize("op, args", [
+FLOAT64_CASES = [
     ("conv", (RNG.normal(size=(1, 2, 5, 5)), RNG.normal(size=(3, 2, 3, 3)))),
     ("convolve2d", (RNG.normal(size=(5, 5)), RNG.normal(size=(3, 3)))),
     ("avg_pool", (RNG.normal(size=(1, 2, 5, 5)),)),
-])
+]
+
+
+@pytest.mark.parametrize("op, args", FLOAT64_CASES)
 def test_float64_policy(op, args):
-    """float64 Conv/AveragePool: an EmitError naming the op and the option by
-    default; with float64_conv="float32" a warning and float32 precision."""
+    """float64 Conv/AveragePool: exact float64 forms without Conv or
+    AveragePool by default; with float64_conv="float32" a warning and
+    float32 precision; with "native" the float64 operator itself."""
     attrs = {"kernel": (2, 2)} if op == "avg_pool" else {}
     graph = graph_of(NNCase(op, args, attrs))
-    with pytest.raises(EmitError, match=f"'{op}'.*float64_conv='float32'"):
-        emit_model(graph)
+    feeds = {f"x{i}": a for i, a in enumerate(args)}
+    want = evaluate(graph, list(args))[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        exact = emitted(graph)
+    assert not {"Conv", "AveragePool", "Cast"} & set(histogram(exact))
+    np.testing.assert_allclose(make_session(exact).run(None, feeds)[0], want, rtol=1e-12, atol=1e-12)
     with pytest.warns(UserWarning, match=f"IR op '{op}': float64 .* computes in float32"):
         model = emitted(graph, float64_conv="float32")
-    got = make_session(model).run(None, {f"x{i}": a for i, a in enumerate(args)})[0]
-    want = evaluate(graph, list(args))[0]
+    got = make_session(model).run(None, feeds)[0]
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert not np.array_equal(got, want)  # the precision change is real, hence the warning
+    native = emitted(graph, float64_conv="native")
+    assert {"Conv", "AveragePool"} & set(histogram(native)) and "Cast" not in histogram(native)
+    assert {n.type.tensor_type.elem_type for n in native.graph.output} == {onnx.TensorProto.DOUBLE}
 
 
 @st.composite
@@ -382,11 +393,12 @@ def conv_params(draw):
     batch = draw(st.integers(1, 2))
     bias = draw(st.booleans())
     flip = draw(st.booleans())
-    x = integers((batch, cin, *sizes))
-    w = integers((cout, cin // group, *kernel))
-    args = (x, w, integers((cout,))) if bias else (x, w)
+    dtype = draw(st.sampled_from([np.float32, np.float64]))  # float64: the exact form (window_f64)
+    x = integers((batch, cin, *sizes), dtype)
+    w = integers((cout, cin // group, *kernel), dtype)
+    args = (x, w, integers((cout,), dtype)) if bias else (x, w)
     return NNCase("conv", args, {"group": group, "strides": strides, "dilations": dilations, "pads": pads,
-                                 "flip": flip})
+                                 "flip": flip}, dynamic=draw(st.booleans()))
 
 
 @given(conv_params())
@@ -399,16 +411,16 @@ def pool_params(draw):
     op = draw(st.sampled_from(["max_pool", "max_pool", "avg_pool"]))
     kernel = [draw(st.integers(1, 5)) for _ in range(2)]
     strides = [draw(st.integers(1, 3)) for _ in range(2)]
-    dilations = [draw(st.integers(1, 2)) for _ in range(2)] if op == "max_pool" else [1, 1]
+    dtype = draw(st.sampled_from([F32, F16, I8, I64, U16] if op == "max_pool" else [F32, F16, F64]))
+    dilations = [draw(st.integers(1, 2)) for _ in range(2)] if op == "max_pool" or dtype == F64 else [1, 1]
     pads = [draw(st.integers(0, min(2, kernel[i % 2] - 1))) for i in range(4)]
     sizes = [draw(st.integers(max(1, (k - 1) * d + 1 - pads[i] - pads[i + 2]), (k - 1) * d + 5))
              for i, (k, d) in enumerate(zip(kernel, dilations))]
-    dtype = draw(st.sampled_from([F32, F16, I8, I64, U16] if op == "max_pool" else [F32, F16]))
     x = integers((draw(st.integers(1, 2)), draw(st.integers(1, 3)), *sizes), dtype.numpy, 0 if dtype == U16 else -9, 9)
     attrs = {"kernel": kernel, "strides": strides, "pads": pads, "dilations": dilations}
     if op == "avg_pool":
         attrs["count_include_pad"] = draw(st.booleans())
-    return NNCase(op, (x,), attrs)
+    return NNCase(op, (x,), attrs, dynamic=draw(st.booleans()))
 
 
 @given(pool_params())

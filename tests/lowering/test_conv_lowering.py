@@ -100,11 +100,14 @@ def test_compiled_function():
         assert_same(got, want, what="compiled function", **TOL)
 
 
-def test_float64_needs_the_float32_option():
-    x, k = pt.dmatrix("x"), pt.dmatrix("k")
+def test_float64_is_exact_by_default_and_float32_on_request():
+    x, k = pt.dmatrix("x"), pt.tensor("k", dtype="float64", shape=(2, 3))
     values = [RNG.normal(size=(5, 6)), RNG.normal(size=(2, 3))]
-    with pytest.raises(Exception, match="float64_conv"):
-        compile_to_onnx([x, k], outputs=[convolve2d(x, k)])
+    compiled = check_pytensor([x, k], convolve2d(x, k), values, rtol=1e-12, atol=1e-12)
+    assert "Conv" not in {n.op_type for n in compiled.model.graph.node}
+    k_any = pt.dmatrix("k_any")
+    with pytest.raises(Exception, match="static kernel dims"):  # unrolled over the taps
+        compile_to_onnx([x, k_any], outputs=[convolve2d(x, k_any)])
     with pytest.warns(UserWarning, match="convolve2d"):
         check_pytensor([x, k], convolve2d(x, k), values, rtol=1e-5, atol=1e-5,
                        emit_options={"float64_conv": "float32"})

@@ -1,7 +1,9 @@
 """float64 convolutions: onnxruntime's CPU Conv (and AveragePool) has no
-float64 kernel. By default compiling a float64 CNN raises an ``EmitError``
-naming the op and the ``float64_conv`` option; with
-``emit_options={"float64_conv": "float32"}`` it compiles with a
+float64 kernel. By default a float64 CNN compiles to the exact float64
+forms of ``backends/onnx/rules/window_f64.py`` (no Conv, no Cast) and
+matches PyTensor to 1e-12, groups, strides, dilations and pads included;
+a padded float32 CNN whose ``pt.pad`` upcasts to float64 is such a CNN.
+With ``emit_options={"float64_conv": "float32"}`` it compiles with a
 ``UserWarning``, computes those ops in float32 and matches PyTensor to
 float32 tolerance. Never a silent precision change: float32 graphs are
 unaffected by the option and never warn."""
@@ -17,14 +19,12 @@ import pytest
 from pytensor.tensor.signal import convolve2d
 from pytensor.tensor.special import softmax
 
-from backends.onnx import EmitError
 from compiler import compile_to_onnx, nn
 from tests.helpers import assert_same, pytensor_reference
 from tests.nn import onnx_ops
 
 RNG = np.random.default_rng(11)
 FLOAT32_OPTION = {"float64_conv": "float32"}
-ERROR = r"CPU {op} has no float64 kernel; emit with float64_conv='float32'"
 WARNING = r"float64 {op} computes in float32"
 
 
@@ -43,24 +43,77 @@ def images(dtype: str, n: int = 3) -> np.ndarray:
     return RNG.uniform(0, 1, size=(n, 1, 6, 6)).astype(dtype)
 
 
-def test_float64_cnn_raises_naming_the_op_and_the_option():
+EXACT = {"rtol": 1e-12, "atol": 1e-12}
+
+
+def _exact(inputs, outputs, values, casts=0):
+    """Compile by default with warnings as errors; assert no Conv or
+    AveragePool, ``casts`` Casts and a match to 1e-12; returns the model."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled = compile_to_onnx(inputs, outputs=outputs)
+    assert not {"Conv", "AveragePool"} & set(onnx_ops(compiled)), onnx_ops(compiled)
+    assert onnx_ops(compiled).count("Cast") == casts
+    for got, want in zip(compiled.run(*values), pytensor_reference(inputs, outputs, values)):
+        assert got.dtype == np.float64
+        assert_same(got, want, what="exact float64", **EXACT)
+    return compiled
+
+
+def test_float64_cnn_is_exact_by_default():
     inputs, outputs = cnn("float64")
-    with pytest.raises(EmitError, match=ERROR.format(op="Conv")):
-        compile_to_onnx(inputs, outputs=outputs)
+    _exact(inputs, outputs, [images("float64")])
 
 
-def test_float64_cnn_written_by_hand_raises_too():
+@pytest.mark.parametrize("groups, stride, dilation, padding", [
+    (1, 1, 1, 0), (2, 2, 1, 1), (4, 1, 2, 2), (2, (2, 1), (1, 2), (1, 0)), (1, 3, 2, 3)])
+@pytest.mark.parametrize("hw", [(9, 8), (None, None)])
+def test_float64_conv_parameters_match_to_1e_12(groups, stride, dilation, padding, hw):
+    x = pt.tensor("x", dtype="float64", shape=(None, 4, *hw))
+    W = pytensor.shared(RNG.normal(size=(8, 4 // groups, 3, 2)), name="W")
+    b = pytensor.shared(RNG.normal(size=8), name="b")
+    y = nn.conv2d(x, W, b, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    _exact([x], [y], [RNG.normal(size=(2, 4, 9, 8))])
+
+
+@pytest.mark.parametrize("stride, dilation", [(1, 1), (2, 2)])
+def test_float64_depthwise_conv_matches_to_1e_12(stride, dilation):
+    x = pt.tensor("x", dtype="float64", shape=(None, 4, None, None))
+    W = pytensor.shared(RNG.normal(size=(4, 1, 3, 3)), name="W")
+    b = pytensor.shared(RNG.normal(size=4), name="b")
+    y = nn.conv2d(x, W, b, stride=stride, padding=1, dilation=dilation, groups=4)
+    compiled = _exact([x], [y], [RNG.normal(size=(2, 4, 9, 8))])
+    assert "MatMul" not in onnx_ops(compiled)  # one Mul per tap
+
+
+@pytest.mark.parametrize("kernel, stride, padding, count_include_pad", [
+    (2, None, 0, True), (3, 1, 1, False), (3, 2, 1, True), ((3, 2), (1, 2), (1, 0), False)])
+@pytest.mark.parametrize("hw", [(7, 6), (None, None)])
+def test_float64_average_pool_matches_to_1e_12(kernel, stride, padding, count_include_pad, hw):
+    x = pt.tensor("x", dtype="float64", shape=(None, 2, *hw))
+    y = nn.avg_pool2d(x, kernel, stride, padding, count_include_pad=count_include_pad)
+    _exact([x], [y], [RNG.normal(size=(3, 2, 7, 6))])
+
+
+def test_float64_cnn_written_by_hand_is_exact():
     x = pt.tensor("x", dtype="float64", shape=(None, 2, 5, 5))
     W = pytensor.shared(RNG.normal(size=(3, 2, 3, 3)), name="W")
     y = pt.maximum(convolve2d(x[:, None], W[None], mode="valid").sum(axis=2), 0)
-    with pytest.raises(EmitError, match=ERROR.format(op="Conv")):
-        compile_to_onnx([x], outputs=[y])
+    _exact([x], [y], [RNG.normal(size=(2, 2, 5, 5))])
 
 
-def test_float64_average_pool_raises():
-    x = pt.tensor("x", dtype="float64", shape=(None, 2, 6, 6))
-    with pytest.raises(EmitError, match=ERROR.format(op="AveragePool")):
-        compile_to_onnx([x], outputs=[nn.avg_pool2d(x, 2)])
+def test_padded_float32_cnn_upcast_by_pt_pad_compiles_by_default():
+    """``pt.pad`` of a float32 tensor returns float64: the convolution that
+    follows is float64, emitted exactly."""
+    for hw in ((6, 7), (None, None)):
+        x = pt.tensor("x", dtype="float32", shape=(None, 1, *hw))
+        W = pytensor.shared(RNG.normal(size=(4, 1, 3, 3)).astype("float32"), name="W")
+        h = pt.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        assert h.dtype == "float64"
+        y = pt.maximum(convolve2d(h[:, None], W[None], mode="valid").sum(axis=2), 0)
+        for size in ((6, 7),) if hw[0] else ((6, 7), (9, 5)):
+            compiled = _exact([x], [y], [RNG.uniform(size=(2, 1, *size)).astype("float32")], casts=1)
+            assert onnx_ops(compiled).count("MatMul") == 1
 
 
 def test_opt_in_computes_in_float32_with_a_warning():
@@ -85,6 +138,12 @@ def test_opt_in_average_pool_warns_and_matches():
     values = [RNG.normal(size=(2, 2, 6, 6))]
     (want,) = pytensor_reference([x], [y], values)
     assert_same(compiled.run(*values)[0], want, rtol=1e-5, atol=1e-6, what="float64 AveragePool via float32")
+
+
+def test_native_option_emits_float64_conv():
+    inputs, outputs = cnn("float64")
+    compiled = compile_to_onnx(inputs, outputs=outputs, emit_options={"float64_conv": "native"})
+    assert "Conv" in onnx_ops(compiled) and "Cast" not in onnx_ops(compiled)
 
 
 def test_float32_graphs_never_warn_and_keep_their_kernels():

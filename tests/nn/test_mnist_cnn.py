@@ -9,7 +9,8 @@ to 1e-5. Written by hand without the helpers (``convolve2d(x[:, None],
 W[None], mode="valid").sum(axis=2)`` plus a bias, ``maximum(., 0)``,
 reshape-max pooling, a reshape flatten, ``dot`` plus a bias, softmax) it
 compiles, through the recovery passes, to the same operators in the same
-order."""
+order, from the raw graph and from ``pytensor.function``s compiled in the
+default and the C mode, in float32 and float64."""
 
 from __future__ import annotations
 
@@ -20,11 +21,12 @@ import onnx
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from pytensor.compile.mode import Mode, get_default_mode
 from pytensor.tensor.signal import convolve2d
 from pytensor.tensor.special import softmax
 
 from compiler import compile_to_onnx, nn
-from tests.helpers import REFERENCE_MODE, assert_same, check_pytensor, pytensor_reference
+from tests.helpers import assert_same, check_pytensor, pytensor_reference
 from tests.nn import onnx_ops
 
 NODE_BUDGET = 11
@@ -59,25 +61,25 @@ def with_helpers(w: dict):
     return [x], [softmax(nn.linear(h, p["W4"], p["b4"]), axis=-1)]
 
 
-def by_hand(w: dict):
+def by_hand(w: dict, dtype: str = "float32"):
     """The same network in plain PyTensor. ``convolve2d`` is a true
     convolution, so its kernels are the helpers' kernels rotated 180 degrees
     (then both networks compute the same function)."""
-    p = {k: pytensor.shared(np.ascontiguousarray(v[:, :, ::-1, ::-1]) if v.ndim == 4 else v, name=k)
+    p = {k: pytensor.shared(np.ascontiguousarray(v[:, :, ::-1, ::-1] if v.ndim == 4 else v).astype(dtype), name=k)
          for k, v in w.items()}
-    x = mnist_input()
+    x = pt.tensor("x", dtype=dtype, shape=(None, 1, 28, 28))
 
     def conv(h, W, b):
         return convolve2d(h[:, None], W[None], mode="valid").sum(axis=2) + b[None, :, None, None]
 
-    def max_pool(h, channels: int, size: int):
-        # convolve2d's output spatial dims are not static: the user states them
-        half = size // 2
-        h = h[:, :, :2 * half, :2 * half]
-        return h.reshape((h.shape[0], channels, half, 2, half, 2)).max(axis=(3, 5))
+    def max_pool(h, channels: int):
+        # floor-mode 2x2 pooling: crop to even sizes, split each spatial axis in two
+        half_h, half_w = h.shape[2] // 2, h.shape[3] // 2
+        h = h[:, :, :2 * half_h, :2 * half_w]
+        return h.reshape((h.shape[0], channels, half_h, 2, half_w, 2)).max(axis=(3, 5))
 
-    h = max_pool(pt.maximum(conv(x, p["W1"], p["b1"]), 0), 32, 26)
-    h = max_pool(pt.maximum(conv(h, p["W2"], p["b2"]), 0), 64, 11)
+    h = max_pool(pt.maximum(conv(x, p["W1"], p["b1"]), 0), 32)
+    h = max_pool(pt.maximum(conv(h, p["W2"], p["b2"]), 0), 64)
     h = h.reshape((h.shape[0], -1))
     h = pt.maximum(pt.dot(h, p["W3"]) + p["b3"], 0)
     return [x], [softmax(pt.dot(h, p["W4"]) + p["b4"], axis=-1)]
@@ -140,12 +142,28 @@ def test_both_forms_compute_the_same_function(hand_model, helpers_model, batch):
     np.testing.assert_allclose(by_hand_probs, helpers_probs, **TOL)
 
 
-def test_by_hand_from_a_compiled_function_matches(batch):
-    # PyTensor's rewrites push the pooling crop [:10, :10] of the second conv
-    # under the channel sum, a form conv-recovery leaves as convolve2d: the
-    # operator claim is the raw graph's; the numbers hold either way.
-    inputs, outputs = by_hand(weights())
-    fn = pytensor.function(inputs, outputs, mode=REFERENCE_MODE)
-    compiled = compile_to_onnx(fn)
-    assert onnx_ops(compiled)[:3] == MNIST_OPS[:3] and onnx_ops(compiled)[-6:] == MNIST_OPS[-6:]
-    np.testing.assert_allclose(compiled.run(batch)[0], fn(batch)[0], **TOL)
+C_MODE = Mode(linker="cvm", optimizer="fast_run")
+
+
+@pytest.mark.parametrize("mode", ["default", "c"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_by_hand_from_a_compiled_function(mode, dtype, batch):
+    """PyTensor's rewrites move the pooling crop inside the channel sum, sum
+    float32 in float64 between casts, check the shapes of the weights at run
+    time and use Dot22: conv-recovery and the shape facts follow, and the
+    compiled function gives the raw graph's 11 operators (float64 Conv
+    natively; by default its exact float64 form, to 1e-12)."""
+    inputs, outputs = by_hand(weights(), dtype)
+    fn = pytensor.function(inputs, outputs, mode=get_default_mode() if mode == "default" else C_MODE)
+    values = [batch.astype(dtype)]
+    (want,) = pytensor_reference(inputs, outputs, values)
+    if dtype == "float32":
+        compiled = compile_to_onnx(fn)
+        assert onnx_ops(compiled) == MNIST_OPS
+        assert_same(compiled.run(*values)[0], want, what=f"{mode} mode", **TOL)
+    else:
+        native = compile_to_onnx(fn, emit_options={"float64_conv": "native"})
+        assert onnx_ops(native) == MNIST_OPS
+        compiled = compile_to_onnx(fn)
+        assert "Conv" not in onnx_ops(compiled)
+        assert_same(compiled.run(*values)[0], want, what=f"{mode} mode", rtol=1e-12, atol=1e-12)

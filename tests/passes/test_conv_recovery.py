@@ -20,7 +20,6 @@ from pytensor.tensor.signal import convolve2d
 import passes.batchnorm_folding  # noqa: F401  (registers the passes named in PIPELINE)
 import passes.conv_bias  # noqa: F401
 import passes.filter_flip  # noqa: F401
-from backends.onnx import EmitError
 from compiler import compile_to_onnx
 from ir.parser import parse_graph
 from ir.printer import print_graph
@@ -529,19 +528,19 @@ def test_convolutions_match_pytensor_in_onnxruntime_sweep(case):
     check_conv_case(case)
 
 
-def test_float64_conv_raises_by_default_and_computes_in_float32_on_request():
+def test_float64_conv_is_exact_by_default_and_computes_in_float32_on_request():
     rng = np.random.default_rng(2)
     x = pt.tensor4("x", dtype="float64", shape=(None, 2, 6, 6))
     W = rng.normal(size=(3, 2, 3, 3))
     y = conv_form(x, pt.constant(W))
     xv = rng.normal(size=(2, 2, 6, 6))
-    with pytest.raises(EmitError, match="float64_conv"):
-        compile_to_onnx([x], passes=PIPELINE, outputs=[y])
+    (want,) = pytensor_reference([x], [y], [xv])
+    exact = compile_to_onnx([x], passes=PIPELINE, outputs=[y])
+    np.testing.assert_allclose(exact.run(xv)[0], want, rtol=1e-12, atol=1e-12)
     with pytest.warns(UserWarning, match="float32"):
         compiled = compile_to_onnx([x], passes=PIPELINE, outputs=[y], emit_options={"float64_conv": "float32"})
     got = compiled.run(xv)[0]
     assert got.dtype == np.float64
-    (want,) = pytensor_reference([x], [y], [xv])
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler import compile_to_onnx
+from compiler import compile_to_onnx, nn
 from ir.interpreter import evaluate
 from ir.parser import parse_graph
 from passes.dce import DeadCodeElimination
@@ -594,7 +594,8 @@ def sppf(x, k: int, size: int, fill=-np.inf):
     """YOLO's SPPF max pool: pad by k//2 with -inf, max of the k x k shifted slices."""
     p = k // 2
     xp = pt.pad(x, ((0, 0), (0, 0), (p, p), (p, p)), mode="constant", constant_values=pt.constant(fill, dtype=x.dtype))
-    shifted = [xp[:, :, i:i + size, j:j + size] for i in range(k) for j in range(k)]
+    h, w = (size, size) if size is not None else (x.shape[2], x.shape[3])  # None: symbolic bounds
+    shifted = [xp[:, :, i:i + h, j:j + w] for i in range(k) for j in range(k)]
     out = shifted[0]
     for s in shifted[1:]:
         out = pt.maximum(out, s)
@@ -611,9 +612,9 @@ def sppf_numpy(xv: np.ndarray, k: int) -> np.ndarray:
     is float64, measured on 2.38 and 3.0). PyTensor's Pad is an OpFromGraph
     whose inner graph compiles on first use (seconds per new graph), so the
     Hypothesis tests compare with this."""
-    p, size = k // 2, xv.shape[2]
+    p, (h, w) = k // 2, xv.shape[2:]
     xp = np.pad(xv.astype(np.float64), [(0, 0), (0, 0), (p, p), (p, p)], constant_values=-np.inf)
-    return functools.reduce(np.maximum, [xp[:, :, i:i + size, j:j + size] for i in range(k) for j in range(k)])
+    return functools.reduce(np.maximum, [xp[:, :, i:i + h, j:j + w] for i in range(k) for j in range(k)])
 
 
 def test_sppf_compiles_to_max_pools_with_pads():
@@ -726,3 +727,23 @@ def test_hypothesis_strided_pools_sweep(p):
 @given(sppf_params())
 def test_hypothesis_sppf_sweep(p):
     check_sppf(p)
+
+
+def test_sppf_with_symbolic_height_and_width_compiles_to_one_max_pool():
+    """The symbolic-shape twin of ``test_sppf_compiles_to_max_pools_with_pads``:
+    the shifted slices ``xp[:, :, i:i + H, j:j + W]`` have symbolic bounds."""
+    x = pt.tensor4("x", shape=(None, 2, None, None), dtype="float32")
+    y = sppf(x, 5, None)
+    for size in ((5, 5), (7, 4)):
+        xv = image((1, 2, *size), batch=1)
+        m = check_pytensor([x], [y], [xv], passes=PIPELINE, reference=[sppf_numpy(xv, 5)])
+        assert histogram(m) == {"Cast": 1, "MaxPool": 1}, m.ir
+        assert pools(m) == [((5, 5), (1, 1), (2, 2, 2, 2))]
+
+
+@pytest.mark.parametrize("hw", [(8, 8), (None, None)])
+def test_chained_5x5_max_pools_are_one_max_pool_each(hw):
+    x = pt.tensor4("x", shape=(None, 2, *hw), dtype="float32")
+    y = nn.max_pool2d(nn.max_pool2d(x, 5, 1, 2), 5, 1, 2)
+    m = check_pytensor([x], [y], [image((2, 2, 8, 8))], passes=PIPELINE)
+    assert pools(m) == [((5, 5), (1, 1), (2, 2, 2, 2))] * 2

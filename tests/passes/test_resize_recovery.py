@@ -184,11 +184,11 @@ def test_pytensor_repeats_compile_to_one_resize(form, batch, compiled_mode):
     assert [n.attrs["scales"] for n in m.ir] == [tuple(scales)]
 
 
-def test_repeat_of_a_symbolic_batch_stays():
+def test_repeat_of_a_symbolic_batch_is_a_resize_of_the_batch():
     x = pt.tensor4("x", shape=(None, 3, 4, 5), dtype="float32")
     xv = np.random.default_rng(0).normal(size=(2, 3, 4, 5)).astype(np.float32)
     m = check_pytensor([x], [x.repeat(2, axis=0)], [xv], passes=PIPELINE)
-    assert "resize_nearest" not in {n.op for n in m.ir}
+    assert [(n.op, n.attrs["scales"]) for n in m.ir] == [("resize_nearest", (2, 1, 1, 1))]
 
 
 @pytest.mark.parametrize("dtype", ["int32", "float64"])
@@ -198,3 +198,16 @@ def test_other_dtypes(dtype):
     xv = (np.arange(36).reshape(2, 2, 3, 3) * 3 - 20).astype(dtype)
     m = check_pytensor([x], [x.repeat(2, axis=2).repeat(3, axis=3)], [xv], passes=PIPELINE)
     assert [(n.op, n.attrs["scales"]) for n in m.ir] == [("resize_nearest", (1, 1, 2, 3))]
+
+
+@pytest.mark.parametrize("form", sorted(REPEATS))
+def test_pytensor_repeats_with_symbolic_height_and_width_compile_to_one_resize(form):
+    """The symbolic-shape twin of ``test_pytensor_repeats_compile_to_one_resize``
+    (raw graphs): the repeated axis is ``2*H`` for a named ``H``."""
+    build, scales = REPEATS[form]
+    x = pt.tensor4("x", shape=(None, 3, None, None), dtype="float32")
+    for size in ((4, 5), (7, 2)):
+        xv = np.random.default_rng(0).normal(size=(2, 3, *size)).astype(np.float32)
+        m = check_pytensor([x], [build(x)], [xv], passes=PIPELINE)
+        assert histogram(m) == {"Resize": 1}, m.ir
+        assert [n.attrs["scales"] for n in m.ir] == [tuple(scales)]

@@ -9,7 +9,8 @@ holds each claim as a test):
 
 * float64: Conv, AveragePool, GlobalAveragePool, GlobalMaxPool, Resize and
   Erf have no float64 kernel. ``conv``, ``convolve2d`` and ``avg_pool``
-  follow the ``float64_conv`` option; the others have exact float64 forms.
+  follow the ``float64_conv`` option (default: the exact forms of
+  ``window_f64``); the others have exact float64 forms.
 * ONNX float attributes are float32: LeakyRelu, HardSigmoid, HardSwish,
   BatchNormalization and Gemm compute float64 inputs with ``float(float32(a))``
   for an attribute ``a``, so float64 uses them only when the attribute is
@@ -36,6 +37,7 @@ from backends.onnx.rules.common import (F16, F32, F64, I16, I32, I64, I8, U16, U
                                         in_f32, kernel_op, where)
 from backends.onnx.rules.mathfn import sigmoid
 from backends.onnx.rules.transcendental import erf_f64
+from backends.onnx.rules.window_f64 import avg_pool_f64, conv_f64
 
 INT64_MIN, INT64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 
@@ -50,22 +52,23 @@ def _is_f32(value: float) -> bool:
 
 
 def float64_compute(ctx, node, onnx_op: str):
-    """The dtype to run ``onnx_op`` (which has no float64 kernel) in for
-    ``node``: its input dtype, or float32 for float64 under
-    ``float64_conv="float32"`` (with a ``UserWarning`` naming the op).
-
-    Raises:
-        EmitError: float64 under ``float64_conv="error"`` (the default).
-    """
+    """The dtype to run ``onnx_op`` (which onnxruntime's CPU provider lacks
+    in float64) in for ``node``: its input dtype, or float32 for float64
+    under ``float64_conv="float32"`` (with a ``UserWarning`` naming the op).
+    Under ``"exact"`` (the default) the caller emits the float64 form of
+    ``window_f64`` instead; under ``"native"`` the float64 operator itself."""
     dtype = node.inputs[0].dtype
-    if dtype != F64:
+    if dtype != F64 or ctx.options.float64_conv != "float32":
         return dtype
-    if ctx.options.float64_conv == "error":
-        raise ctx.error(f"onnxruntime's CPU {onnx_op} has no float64 kernel; emit with float64_conv='float32' "
-                        f"to compute it in float32 (with a warning), or build the graph in float32")
     warnings.warn(f"IR op {node.op!r}: float64 {onnx_op} computes in float32 (float64_conv='float32'): "
                   f"its results carry float32 precision", UserWarning, stacklevel=4)
     return F32
+
+
+def exact_f64(ctx, node) -> bool:
+    """Whether ``node`` (conv, convolve2d, avg_pool) is float64 emitted in
+    its exact decomposition (``float64_conv="exact"``)."""
+    return node.inputs[0].dtype == F64 and ctx.options.float64_conv == "exact"
 
 
 def _via(ctx, x, dtype, compute):
@@ -231,12 +234,16 @@ def conv(ctx, node, x, w, b=None):
     spatial axes first (a Slice; the ``filter-flip`` pass normally folds it
     into the weights at compile time). float16 is onnxruntime's float16
     Conv (float32 accumulation, one rounding); float64 follows
-    ``float64_conv`` (see ``float64_compute``)."""
+    ``float64_conv``: by default the exact ``window_f64.conv_f64``, else
+    Conv in float32 (``float64_compute``) or a native float64 Conv."""
     dtype = node.inputs[0].dtype
-    compute = float64_compute(ctx, node, "Conv")
     if node.attrs["flip"]:
         w = flip_spatial(ctx, w, node.inputs[1].rank)
-    _, strides, dilations, pads = _window(node, node.inputs[1].shape[2:])
+    kernel, strides, dilations, pads = _window(node, node.inputs[1].shape[2:])
+    if exact_f64(ctx, node):
+        return conv_f64(ctx, x, w, b, w_shape=node.inputs[1].shape, out_shape=node.outputs[0].shape,
+                        kernel=kernel, strides=strides, dilations=dilations, pads=pads, group=node.attrs["group"])
+    compute = float64_compute(ctx, node, "Conv")
     args = [_via(ctx, v, dtype, compute) for v in (x, w, b) if v is not None]
     y = ctx.op("Conv", *args, strides=list(strides), pads=list(pads), dilations=list(dilations),
                group=node.attrs["group"])
@@ -327,13 +334,18 @@ def _end_before(start: int, extent: int) -> int:
 def avg_pool(ctx, node, x):
     """AveragePool (count_include_pad; the window sum divided by the count,
     as the IR computes). float16 runs in float32 between Casts (one
-    rounding); float64 follows ``float64_conv``. Dilations need AveragePool-19.
+    rounding); float64 follows ``float64_conv``: by default the exact
+    ``window_f64.avg_pool_f64`` (any dilation), else AveragePool in float32
+    or natively. Dilations on AveragePool need opset 19.
 
     Raises:
-        EmitError: dilations other than 1 with opset 18; float64 under
-            ``float64_conv="error"``.
+        EmitError: an AveragePool with dilations other than 1 under opset 18.
     """
     dtype = node.inputs[0].dtype
+    if exact_f64(ctx, node):
+        kernel, strides, dilations, pads = _window(node)
+        return avg_pool_f64(ctx, x, x_shape=node.inputs[0].shape, kernel=kernel, strides=strides,
+                            dilations=dilations, pads=pads, count_include_pad=node.attrs["count_include_pad"])
     attrs = _pool_attrs(node)
     if any(d != 1 for d in attrs["dilations"]) and ctx.opset < 19:
         raise ctx.error("AveragePool takes dilations from opset 19; emit with opset=19")
@@ -457,7 +469,8 @@ def convolve2d(ctx, node, x, k):
     """PyTensor's ``Blockwise(Convolve2d)`` as one grouped Conv (floats) or
     wrapping int64 multiply-adds (ints; onnxruntime has no integer Conv).
 
-    Floats (float16 natively, float64 per ``float64_conv``): each broadcast
+    Floats (float16 natively, float64 per ``float64_conv``: by default
+    ``window_f64.conv_f64`` on the same grouped form): each broadcast
     batch axis of ``x`` and ``k`` becomes part of the Conv's batch (``k`` is 1
     there), of its output channels (``x`` is 1 there) or of its groups (both
     vary; one group per element, which needs a static size); the kernel is
@@ -468,8 +481,7 @@ def convolve2d(ctx, node, x, k):
 
     Raises:
         EmitError: a batch axis where both operands vary has no static size;
-            integer kernels with dynamic spatial dims; float64 under
-            ``float64_conv="error"``.
+            integer or exact float64 kernels with dynamic spatial dims.
     """
     dtype = node.inputs[0].dtype
     if dtype.is_int:
@@ -568,7 +580,16 @@ def _convolve2d_conv(ctx, node, x, k, dtype):
     pads = q + q if isinstance(q, list) else [0, 0, 0, 0]
     if not isinstance(q, list):
         image = _pad_last2(ctx, image, q, 4, dtype)
-    y = ctx.op("Conv", image, flip_spatial(ctx, kernel, 4), group=groups, pads=pads)
+    kernel = flip_spatial(ctx, kernel, 4)
+    if exact_f64(ctx, node):
+        taps = node.inputs[1].shape[-2:]
+        if not all(isinstance(t, int) for t in taps):
+            raise ctx.error("the exact float64 convolution needs static kernel dims (it is unrolled over the "
+                            "taps); give the kernel a static shape or emit with float64_conv='native'")
+        y = conv_f64(ctx, image, kernel, None, w_shape=(None, 1, *taps), out_shape=(None,) * 4, kernel=tuple(taps),
+                     strides=(1, 1), dilations=(1, 1), pads=tuple(pads), group=groups)
+    else:
+        y = ctx.op("Conv", image, kernel, group=groups, pads=pads)
     out = node.outputs[0].type
     order = axes["n"] + axes["g"] + axes["m"]
     if out.is_static:

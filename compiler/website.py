@@ -173,19 +173,24 @@ def digit_examples(model_path: str | os.PathLike, per_class: int = 2, seed: int 
         "python_class": int, "python_probs": 10 floats}``.
 
     Raises:
-        ValueError: the model's input does not take 64 float32 pixels per image.
+        ValueError: the model does not take one float32 input of 64 pixels per
+            image and give one ``(batch, 10)`` output.
     """
     import onnxruntime as ort
 
     from compiler.demo import load_digits_split
 
     manifest = model_manifest(model_path)
-    (spec,) = manifest["inputs"]
-    example_shape = spec["shape"][1:] if spec["shape"] else None
-    if spec["dtype"] != "float32" or example_shape is None or int(np.prod(example_shape)) != 64 or any(
-            not isinstance(d, int) for d in example_shape):
-        raise ValueError(f"the digits page needs a float32 (batch, ...) input of 64 pixels; "
-                         f"the model takes {spec['dtype']} {spec['shape']}")
+    inputs, outputs = manifest["inputs"], manifest["outputs"]
+    spec = inputs[0] if len(inputs) == 1 else None
+    example_shape = spec["shape"][1:] if spec and spec["shape"] else None
+    if (spec is None or spec["dtype"] != "float32" or example_shape is None
+            or any(not isinstance(d, int) for d in example_shape) or int(np.prod(example_shape)) != 64
+            or len(outputs) != 1 or not outputs[0]["shape"] or outputs[0]["shape"][-1] != 10):
+        takes = ", ".join(f"{v['name']}: {v['dtype']} {v['shape']}" for v in inputs)
+        gives = ", ".join(f"{v['name']}: {v['dtype']} {v['shape']}" for v in outputs)
+        raise ValueError("the digits page needs a model with one float32 (batch, ...) input of 64 pixels "
+                         f"and one (batch, 10) output; this one takes {takes} and gives {gives}")
     data = load_digits_split(seed)
     picks = [i for c in range(10) for i in np.flatnonzero(data.y_test == c)[:per_class]]
     images = data.x_test[picks]  # float32 k/16, exact

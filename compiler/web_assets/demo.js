@@ -98,6 +98,7 @@ function point(e) {
   return [(e.clientX - r.left) * (pad.width / r.width), (e.clientY - r.top) * (pad.height / r.height)];
 }
 pad.addEventListener("pointerdown", (e) => {
+  document.querySelectorAll("#tests figure.sel").forEach((f) => f.classList.remove("sel"));
   drawing = true;
   lastPoint = point(e);
   pad.setPointerCapture(e.pointerId);

@@ -6,6 +6,7 @@
 //   node tests/web/run_browser.mjs PLAN.json RESULTS.json
 //
 // PLAN: {"chromium": path, "demo": {"url", "screenshot", "strokes": [[[x, y], ...], ...]} | null,
+//        "plain": {"url"} | null  (the demo page from a server without COOP/COEP: one thread),
 //        "cases": {"url", "names": [...]} | null}
 import { readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -60,6 +61,22 @@ async function runDemo(browser, demo) {
   return out;
 }
 
+async function runPlain(browser, plain) {
+  const page = await browser.newPage();
+  watch(page, "plain");
+  await page.goto(plain.url);
+  await page.waitForFunction(() => globalThis.demo && (demo.ready || demo.error), null, { timeout: 60000 });
+  const out = await page.evaluate(() => ({ error: demo.error, isolated: globalThis.crossOriginIsolated,
+    threads: ort.env.wasm.numThreads }));
+  if (!out.error) {
+    await page.click("#test-0");
+    await page.waitForFunction(() => demo.runs === 1);
+    out.test0 = await page.evaluate(() => demo.last);
+  }
+  await page.close();
+  return out;
+}
+
 async function runCases(browser, cases) {
   const page = await browser.newPage();
   watch(page, "cases");
@@ -82,6 +99,7 @@ const browser = await chromium.launchPersistentContext(userDataDir, { executable
 try {
   results.version = browser.browser()?.version() ?? null;
   if (plan.demo) results.demo = await runDemo(browser, plan.demo);
+  if (plan.plain) results.plain = await runPlain(browser, plan.plain);
   if (plan.cases) results.cases = await runCases(browser, plan.cases);
 } catch (err) {
   results.errors.push(`driver: ${err && err.stack || err}`);

@@ -103,21 +103,23 @@ def browser_run(tmp_path_factory):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     screenshot = ARTIFACTS / "web-demo.png"
     screenshot.unlink(missing_ok=True)
-    server = make_server(root, port=0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server, plain = make_server(root, port=0), make_server(root, port=0, isolate=False)
+    for s in (server, plain):
+        threading.Thread(target=s.serve_forever, daemon=True).start()
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}"
         plan = {"chromium": CHROMIUM,
                 "demo": {"url": f"{base}/demo/index.html", "screenshot": os.fspath(screenshot), "strokes": SEVEN},
+                "plain": {"url": f"http://127.0.0.1:{plain.server_address[1]}/demo/index.html"},
                 "cases": {"url": f"{base}/cases/harness.html", "names": [c.name for c in CASES]}}
         (root / "plan.json").write_text(json.dumps(plan))
         proc = subprocess.run(["node", os.fspath(HERE / "run_browser.mjs"), os.fspath(root / "plan.json"),
                                os.fspath(root / "results.json")], capture_output=True, text=True, timeout=240,
                               cwd=PROJECT_ROOT)
     finally:
-        server.shutdown()
-        server.server_close()
+        for s in (server, plain):
+            s.shutdown()
+            s.server_close()
     assert proc.returncode == 0, proc.stderr
     results = json.loads((root / "results.json").read_text())
     examples = json.loads((root / "demo" / "digits.json").read_text())["examples"]
@@ -131,6 +133,13 @@ def test_browser_ran_without_errors(browser_run):
     # Served with COOP/COEP: cross-origin isolated, so both pages ran on two WASM threads.
     assert results["demo"]["isolated"] and results["demo"]["threads"] == 2
     assert results["cases"]["__env"] == {"isolated": True, "threads": 2}
+
+
+def test_demo_page_runs_single_threaded_without_coop_coep(browser_run):
+    plain, examples = browser_run["results"]["plain"], browser_run["examples"]
+    assert plain["error"] is None and plain["isolated"] is False and plain["threads"] == 1
+    assert plain["test0"]["cls"] == examples[0]["python_class"]
+    np.testing.assert_allclose(plain["test0"]["probs"], examples[0]["python_probs"], rtol=0, atol=1e-6)
 
 
 def _python_probs(model_path: Path, pixels: list[int]) -> np.ndarray:

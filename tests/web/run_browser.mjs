@@ -57,6 +57,20 @@ async function runDemo(browser, demo) {
   out.stats = await page.evaluate(() => ["model-size", "session-time", "infer-time", "backend"].map(
     (id) => document.getElementById(id).textContent));
   await page.screenshot({ path: demo.screenshot, fullPage: true });
+  // The glue module on its own: default model URL, explicit dims (batch 2), its errors.
+  out.glue = await page.evaluate(async () => {
+    const g = await import("./model.js");
+    const session = await g.createSession(ort);
+    const spec = g.MODEL.inputs[0];
+    const r = await g.run(session, ort, { [spec.name]: { data: new Float32Array(128).fill(0.5),
+      dims: [2, ...spec.shape.slice(1)] } });
+    const o = r[g.MODEL.outputs[0].name];
+    const error = (f) => { try { f(); return null; } catch (e) { return e.message; } };
+    return { dims: o.dims, dtype: o.dtype, data: Array.from(o.data),
+      wrongType: error(() => g.makeFeeds(ort, { [spec.name]: new Float64Array(64) })),
+      wrongLength: error(() => g.makeFeeds(ort, { [spec.name]: new Float32Array(65) })),
+      missing: error(() => g.makeFeeds(ort, {})) };
+  });
   await page.close();
   return out;
 }

@@ -215,3 +215,14 @@ def test_symbolic_batch_ran_at_two_sizes(browser_run):
 def test_large_initializer_is_over_50_mb(browser_run):
     model = browser_run["built"]["large_initializer"]["model"]
     assert max(len(init.raw_data) for init in model.graph.initializer) >= 50 * 2**20 - 2**20
+
+
+def test_glue_module_in_the_browser(browser_run):
+    glue = browser_run["results"]["demo"]["glue"]
+    session = ort.InferenceSession(os.fspath(browser_run["model"]), providers=["CPUExecutionProvider"])
+    (want,) = session.run(None, {"x": np.full((2, 1, 8, 8), 0.5, np.float32)})
+    assert glue["dims"] == [2, 10] and glue["dtype"] == "float32"
+    np.testing.assert_allclose(np.reshape(glue["data"], (2, 10)), want, rtol=0, atol=1e-6)
+    assert glue["wrongType"] == "input x: expected a Float32Array (float32), got Float64Array"
+    assert glue["wrongLength"] == "input x: length 65 is not a multiple of 64"
+    assert glue["missing"] == "missing input x (float32)"

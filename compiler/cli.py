@@ -2,7 +2,11 @@
 
 Subcommands:
     ``demo``    train a CNN (or an MLP) on scikit-learn's digits, compile it to
-                ONNX and compare onnxruntime with PyTensor (``compiler.demo``).
+                ONNX and compare onnxruntime with PyTensor (``compiler.demo``);
+                ``--web DIR`` also writes the browser page (``compiler.website``)
+                and ``--serve`` serves it.
+    ``web-glue`` write ``model.json`` and ``model.js`` beside an ONNX model
+                (``compiler.web``).
     ``passes``  list the registered passes and the default pipeline.
     ``opt``     run passes on IR text (``compiler.opt_tool``).
     ``compile`` compile ``MODULE:FUNCTION``'s graph to an ONNX file.
@@ -60,13 +64,47 @@ def format_passes() -> str:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from compiler.demo import format_report, run_demo
+    from compiler.demo import format_report, model_spec, run_demo
 
-    mode = None if args.mode == "default" else args.mode
-    report = run_demo(args.out, model=args.model, epochs=args.epochs, seed=args.seed, mode=mode,
-                      log=lambda line: print(line, flush=True))
-    print(format_report(report))
-    return 0 if report.ok else 1
+    if (args.serve or args.from_model or args.ort_dir) and not args.web:
+        print("pytensor-onnx demo: --serve, --from-model and --ort-dir need --web DIR", file=sys.stderr)
+        return 2
+    status, model_path = 0, args.from_model
+    if args.web:  # find onnxruntime-web before training, so a missing one fails fast
+        from compiler.website import OrtWebNotFound, find_ort_dist
+
+        try:
+            ort_dist = find_ort_dist(args.ort_dir)
+        except OrtWebNotFound as err:
+            print(f"pytensor-onnx demo: {err}", file=sys.stderr)
+            return 1
+    if model_path is None:
+        mode = None if args.mode == "default" else args.mode
+        report = run_demo(args.out, model=args.model, epochs=args.epochs, seed=args.seed, mode=mode,
+                          log=lambda line: print(line, flush=True))
+        print(format_report(report))
+        status, model_path = (0 if report.ok else 1), report.model_path
+    if args.web:
+        from compiler.website import serve, write_site
+
+        title = model_spec(args.model).title if args.from_model is None else f"model ({args.from_model})"
+        index = write_site(args.web, model_path, ort_dist, title=title, seed=args.seed)
+        print(f"web page:                     {index}  (onnxruntime-web from {ort_dist})", flush=True)
+        if args.serve:
+            serve(args.web, port=args.port, isolate=not args.no_isolation)
+    return status
+
+
+def _cmd_web_glue(args: argparse.Namespace) -> int:
+    from compiler.web import write_web_glue
+
+    try:
+        json_path, js_path = write_web_glue(args.model, args.out)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"pytensor-onnx web-glue: {err}", file=sys.stderr)
+        return 1
+    print(f"wrote {json_path} and {js_path}")
+    return 0
 
 
 def _cmd_passes(args: argparse.Namespace) -> int:
@@ -119,7 +157,27 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"training epochs (default: {DEFAULT_EPOCHS})")
     demo.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="S",
                       help=f"seed of the split, the initialization and the batches (default: {DEFAULT_SEED})")
+    demo.add_argument("--web", metavar="DIR",
+                      help="also write a static web page into DIR that runs the model in onnxruntime-web")
+    demo.add_argument("--from-model", metavar="PATH",
+                      help="with --web: skip training and put this digits model (float32 (batch, ...) input of "
+                           "64 pixels, (batch, 10) probabilities) on the page")
+    demo.add_argument("--ort-dir", metavar="DIR",
+                      help="with --web: where onnxruntime-web's dist files are (default: the project's "
+                           "node_modules, $PYTENSOR_ONNX_ORT_DIR, the user cache, else `npm pack` into the cache)")
+    demo.add_argument("--serve", action="store_true",
+                      help="with --web: serve DIR on 127.0.0.1 (COOP/COEP headers: two WASM threads) until Ctrl-C")
+    demo.add_argument("--port", type=int, default=8000, metavar="N",
+                      help="with --serve: the port (default: 8000; 0 picks a free one)")
+    demo.add_argument("--no-isolation", action="store_true",
+                      help="with --serve: omit the COOP/COEP headers (the page then runs single-threaded)")
     demo.set_defaults(func=_cmd_demo)
+
+    glue = sub.add_parser("web-glue", help="write model.json (inputs, outputs, dtypes, symbolic dims) and the "
+                                           "model.js feed/fetch module beside an ONNX model")
+    glue.add_argument("model", metavar="MODEL.onnx")
+    glue.add_argument("--out", metavar="DIR", help="output directory (default: the model's)")
+    glue.set_defaults(func=_cmd_web_glue)
 
     passes = sub.add_parser("passes", help="list the registered passes and the default pipeline")
     passes.set_defaults(func=_cmd_passes)
@@ -154,7 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the console script on ``argv`` (default ``sys.argv[1:]``) and
     return the exit status: 0 on success; 1 when the demo's onnxruntime
-    results disagree with PyTensor; 2 on a usage error (from argparse)."""
+    results disagree with PyTensor, onnxruntime-web is not found (``--web``)
+    or ``web-glue`` cannot read the model; 2 on a usage error."""
     args = build_parser().parse_args(argv)
     return args.func(args)
 

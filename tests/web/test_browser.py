@@ -1,0 +1,228 @@
+"""The browser job: the models we emit, run by onnxruntime-web in a real
+Chromium, against Python onnxruntime.
+
+Marked ``browser`` and deselected by default; ``.ci/run`` runs
+``python -m pytest -m browser tests/web`` after installing Debian's
+``chromium`` (apt) and ``npm ci`` (onnxruntime-web, playwright-core). One
+session-scoped fixture builds everything, serves it on 127.0.0.1 with
+COOP/COEP (two WASM threads) and runs ``run_browser.mjs`` once:
+
+(a) ``pytensor-onnx demo --web`` end to end: every test image on the page and
+    a digit drawn with the mouse are classified as Python onnxruntime
+    classifies the same pixels (probabilities within 1e-6); the screenshot is
+    kept as ``.ci/artifacts/web-demo.png``;
+(b) ``cases.CASES``: every output of every run matches Python onnxruntime
+    on the same model file: float32 within 1e-6, float64 within 1e-12
+    (``|web - py| <= tol * (1 + |py|)``), integers and bools exactly, same
+    dtypes and shapes.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from compiler import cli
+from compiler.website import PROJECT_ROOT, copy_ort, find_ort_dist, make_server
+from tests.web.cases import CASES
+
+pytestmark = pytest.mark.browser
+
+HERE = Path(__file__).parent
+ARTIFACTS = PROJECT_ROOT / ".ci" / "artifacts"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+TOLERANCE = {"float32": 1e-6, "float64": 1e-12}
+# A "7": across the top, then down to the lower left (canvas pixels, 256 x 256).
+SEVEN = [[[62, 48], [120, 48], [192, 48], [160, 110], [128, 170], [104, 222]]]
+EPOCHS = 3
+
+
+def _missing() -> list[str]:
+    missing = []
+    if shutil.which("node") is None:
+        missing.append("node (apt-get install nodejs)")
+    if not Path(CHROMIUM).exists():
+        missing.append(f"{CHROMIUM} (apt-get install chromium, or set CHROMIUM)")
+    for package in ("playwright-core", "onnxruntime-web"):
+        if not (PROJECT_ROOT / "node_modules" / package / "package.json").is_file():
+            missing.append(f"node_modules/{package} (npm ci in {PROJECT_ROOT})")
+    return missing
+
+
+def _write_case(case, root: Path) -> dict:
+    """Compile ``case``, write its model and input files under
+    ``root/case.name`` and return ``{"model", "runs", "expected"}`` (the
+    Python onnxruntime outputs of each run)."""
+    compiled, runs = case.build()
+    folder = root / case.name
+    folder.mkdir(parents=True)
+    compiled.save(folder / "model.onnx")
+    session = ort.InferenceSession(os.fspath(folder / "model.onnx"), providers=["CPUExecutionProvider"])
+    spec, expected = {"model": "model.onnx", "runs": []}, []
+    for r, arrays in enumerate(runs):
+        inputs = []
+        for value, name in zip(arrays, compiled.input_names, strict=True):
+            value = np.ascontiguousarray(value)
+            file = f"run{r}-{name}.bin"
+            (folder / file).write_bytes(value.astype(value.dtype.newbyteorder("<")).tobytes())
+            inputs.append({"name": name, "dtype": "bool" if value.dtype == bool else str(value.dtype),
+                           "dims": list(value.shape), "file": file})
+        spec["runs"].append({"inputs": inputs})
+        expected.append(session.run(None, dict(zip(compiled.input_names, arrays))))
+    (folder / "case.json").write_text(json.dumps(spec))
+    return {"model": compiled.model, "expected": expected, "output_names": compiled.output_names}
+
+
+@pytest.fixture(scope="session")
+def browser_run(tmp_path_factory):
+    missing = _missing()
+    if missing:
+        pytest.fail("the browser job needs: " + "; ".join(missing), pytrace=False)
+    root = tmp_path_factory.mktemp("web")
+    # (a) the demo site, through the console script's own code path.
+    status = cli.main(["demo", "--out", os.fspath(root / "demo-out"), "--epochs", str(EPOCHS),
+                       "--web", os.fspath(root / "demo")])
+    assert status == 0
+    # (b) the models, beside the harness page and onnxruntime-web.
+    cases_dir = root / "cases"
+    cases_dir.mkdir()
+    for name in ("harness.html", "harness.js"):
+        shutil.copyfile(HERE / name, cases_dir / name)
+    copy_ort(find_ort_dist(PROJECT_ROOT, fetch=False), cases_dir)
+    built = {case.name: _write_case(case, cases_dir) for case in CASES}
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    screenshot = ARTIFACTS / "web-demo.png"
+    screenshot.unlink(missing_ok=True)
+    server, plain = make_server(root, port=0), make_server(root, port=0, isolate=False)
+    for s in (server, plain):
+        threading.Thread(target=s.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        plan = {"chromium": CHROMIUM,
+                "demo": {"url": f"{base}/demo/index.html", "screenshot": os.fspath(screenshot), "strokes": SEVEN},
+                "plain": {"url": f"http://127.0.0.1:{plain.server_address[1]}/demo/index.html"},
+                "cases": {"url": f"{base}/cases/harness.html", "names": [c.name for c in CASES]}}
+        (root / "plan.json").write_text(json.dumps(plan))
+        proc = subprocess.run(["node", os.fspath(HERE / "run_browser.mjs"), os.fspath(root / "plan.json"),
+                               os.fspath(root / "results.json")], capture_output=True, text=True, timeout=240,
+                              cwd=PROJECT_ROOT)
+    finally:
+        for s in (server, plain):
+            s.shutdown()
+            s.server_close()
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads((root / "results.json").read_text())
+    examples = json.loads((root / "demo" / "digits.json").read_text())["examples"]
+    return {"results": results, "built": built, "examples": examples, "model": root / "demo" / "model.onnx",
+            "screenshot": screenshot}
+
+
+def test_browser_ran_without_errors(browser_run):
+    results = browser_run["results"]
+    assert results["errors"] == [] and results["console"] == [], (results["errors"], results["console"])
+    # Served with COOP/COEP: cross-origin isolated, so both pages ran on two WASM threads.
+    assert results["demo"]["isolated"] and results["demo"]["threads"] == 2
+    assert results["cases"]["__env"] == {"isolated": True, "threads": 2}
+
+
+def test_demo_page_runs_single_threaded_without_coop_coep(browser_run):
+    plain, examples = browser_run["results"]["plain"], browser_run["examples"]
+    assert plain["error"] is None and plain["isolated"] is False and plain["threads"] == 1
+    assert plain["test0"]["cls"] == examples[0]["python_class"]
+    np.testing.assert_allclose(plain["test0"]["probs"], examples[0]["python_probs"], rtol=0, atol=1e-6)
+
+
+def _python_probs(model_path: Path, pixels: list[int]) -> np.ndarray:
+    session = ort.InferenceSession(os.fspath(model_path), providers=["CPUExecutionProvider"])
+    inp = session.get_inputs()[0]
+    x = (np.asarray(pixels, np.float32) / 16).reshape((1, *inp.shape[1:]))
+    return session.run(None, {inp.name: x})[0][0]
+
+
+def test_demo_test_images_are_classified_as_in_python(browser_run):
+    page, examples = browser_run["results"]["demo"], browser_run["examples"]
+    assert len(page["tests"]) == len(examples) == 20
+    for i, (got, ex) in enumerate(zip(page["tests"], examples, strict=True)):
+        assert got["source"] == f"test-{i}" and got["pixels"] == ex["pixels"]
+        assert got["cls"] == ex["python_class"]
+        np.testing.assert_allclose(got["probs"], _python_probs(browser_run["model"], ex["pixels"]), rtol=0, atol=1e-6)
+        np.testing.assert_allclose(got["probs"], ex["python_probs"], rtol=0, atol=1e-6)  # batch of 20 in Python
+    # The trained model gets most of them right (their labels are on the page).
+    assert np.mean([t["cls"] == ex["label"] for t, ex in zip(page["tests"], examples)]) >= 0.8
+
+
+def test_drawn_digit_is_classified_as_in_python(browser_run):
+    page = browser_run["results"]["demo"]
+    drawn = page["drawn"]
+    assert drawn["source"] == "drawn"
+    pixels = np.asarray(drawn["pixels"])
+    assert pixels.shape == (64,) and pixels.min() >= 0 and pixels.max() <= 16 and pixels.sum() > 0
+    # The bounding box fills the 32x32 bitmap's height: ink in the top and bottom rows of blocks.
+    assert pixels.reshape(8, 8)[0].sum() > 0 and pixels.reshape(8, 8)[7].sum() > 0
+    probs = _python_probs(browser_run["model"], drawn["pixels"])
+    assert drawn["cls"] == int(np.argmax(probs)) == int(page["predictedText"])
+    np.testing.assert_allclose(drawn["probs"], probs, rtol=0, atol=1e-6)
+    size, session_time, infer_time, backend = page["stats"]
+    assert f"({browser_run['model'].stat().st_size} bytes)" in size
+    assert session_time.endswith(" ms") and infer_time.endswith(" ms") and "2 threads" in backend
+    assert browser_run["screenshot"].stat().st_size > 10_000
+
+
+def _decode(out: dict) -> np.ndarray:
+    dtype = np.dtype(bool) if out["dtype"] == "bool" else np.dtype(out["dtype"]).newbyteorder("<")
+    return np.frombuffer(base64.b64decode(out["b64"]), dtype=dtype).reshape(out["dims"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_emitted_model_matches_python_onnxruntime(browser_run, case):
+    built, got = browser_run["built"][case.name], browser_run["results"]["cases"][case.name]
+    model = built["model"]
+    assert case.ops <= {n.op_type for n in model.graph.node}
+    assert case.functions <= {f.name for f in model.functions}
+    assert "error" not in got, got.get("error")
+    assert len(got["runs"]) == len(built["expected"])
+    for run, (outs, want) in enumerate(zip(got["runs"], built["expected"], strict=True)):
+        assert [o["name"] for o in outs] == built["output_names"]
+        for out, expected in zip(outs, want, strict=True):
+            value = _decode(out)
+            where = f"{case.name} run {run} output {out['name']}"
+            assert value.dtype == expected.dtype and value.shape == expected.shape, where
+            tol = TOLERANCE.get(str(expected.dtype))
+            if tol is None:
+                np.testing.assert_array_equal(value, expected, err_msg=where)
+            else:
+                err = np.abs(value.astype(np.float64) - expected) / (1 + np.abs(expected.astype(np.float64)))
+                assert np.isfinite(expected).all() and err.max() <= tol, (where, float(err.max()))
+
+
+def test_symbolic_batch_ran_at_two_sizes(browser_run):
+    runs = browser_run["results"]["cases"]["float32_batch"]["runs"]
+    assert [run[0]["dims"] for run in runs] == [[1, 10], [7, 10]]
+    (x,) = browser_run["built"]["float32_batch"]["model"].graph.input
+    assert x.type.tensor_type.shape.dim[0].dim_param == "batch"
+
+
+def test_large_initializer_is_over_50_mb(browser_run):
+    model = browser_run["built"]["large_initializer"]["model"]
+    assert max(len(init.raw_data) for init in model.graph.initializer) >= 50 * 2**20 - 2**20
+
+
+def test_glue_module_in_the_browser(browser_run):
+    glue = browser_run["results"]["demo"]["glue"]
+    session = ort.InferenceSession(os.fspath(browser_run["model"]), providers=["CPUExecutionProvider"])
+    (want,) = session.run(None, {"x": np.full((2, 1, 8, 8), 0.5, np.float32)})
+    assert glue["dims"] == [2, 10] and glue["dtype"] == "float32"
+    np.testing.assert_allclose(np.reshape(glue["data"], (2, 10)), want, rtol=0, atol=1e-6)
+    assert glue["wrongType"] == "input x: expected a Float32Array (float32), got Float64Array"
+    assert glue["wrongLength"] == "input x: length 65 is not a multiple of 64"
+    assert glue["missing"] == "missing input x (float32)"

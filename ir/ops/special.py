@@ -8,7 +8,10 @@ value at an infinity is not the mathematical limit the IR op takes the limit
 and says so:
 
 * ``i0(+-inf) = +inf`` and ``i1(+-inf) = +-inf`` (SciPy 1.17 returns NaN:
-  ``exp(inf) * c / sqrt(inf)``).
+  ``exp(inf) * c / sqrt(inf)``);
+* ``i2e(+-inf) = 0`` (``ive(2, x)``; SciPy returns NaN);
+* ``gammaln(-inf) = +inf`` (C's ``lgamma``, which PyTensor's C and Numba
+  backends call; SciPy returns -inf).
 
 Poles follow SciPy: ``gammaln`` is +inf at 0 and at the negative integers;
 ``gamma`` is +-inf at +-0 and NaN at the negative integers; ``psi`` is -inf
@@ -46,10 +49,10 @@ def _in_dtype(fn):
 
 
 UNARY_SPECIAL = {
-    "gammaln": sp.gammaln, "gamma": sp.gamma, "psi": sp.psi, "trigamma": lambda x: sp.polygamma(1, x),
+    "gammaln": _limit_inf(sp.gammaln, odd=False), "gamma": sp.gamma, "psi": sp.psi, "trigamma": lambda x: sp.polygamma(1, x),
     "erfc": sp.erfc, "erfcx": sp.erfcx, "erfinv": sp.erfinv, "erfcinv": sp.erfcinv,
     "i0": _limit_inf(sp.i0, odd=False), "i1": _limit_inf(sp.i1, odd=True), "i0e": sp.i0e, "i1e": sp.i1e,
-    "i2e": lambda x: sp.ive(2, x),
+    "i2e": lambda x: np.where(np.isinf(x), 0.0, sp.ive(2, x)),
 }
 
 

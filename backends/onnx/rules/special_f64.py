@@ -327,8 +327,9 @@ def trigamma(c, x):
     neg = sub(c, div(c, k(c, 1.0), mul(c, ps, ps)),
               trigamma_positive(c, c.op("Max", sub(c, k(c, 1.0), x), k(c, 1.0))))
     y = where(c, c.op("Greater", x, k(c, 0.0)), pos, neg)
-    pole = c.op("And", c.op("LessOrEqual", x, k(c, 0.0)), is_integer(c, x))
-    y = where(c, c.op("Or", pole, c.op("IsInf", x)), k(c, np.inf), y)
+    pole = c.op("And", c.op("LessOrEqual", x, k(c, 0.0)), is_integer(c, x))  # also -inf
+    y = where(c, pole, k(c, np.inf), y)
+    y = where(c, c.op("Equal", x, k(c, np.inf)), k(c, 0.0), y)
     return where(c, c.op("IsNaN", x), x, y)
 
 
@@ -547,7 +548,7 @@ def i2e(c, x):
     series = mul(c, poly(c, q, coeffs), q, c.op("Exp", c.op("Neg", am)))
     ab = c.op("Max", a, k(c, 2.0))
     recur = sub(c, i0e(c, ab), mul(c, div(c, k(c, 2.0), ab), i1e(c, ab)))
-    return where(c, lt(c, a, 2.0), series, recur)
+    return where(c, lt(c, a, 2.0), series, recur)  # 0 at +-inf
 
 
 def _unscale(c, scaled, x):

@@ -59,6 +59,7 @@ PI_LO = 1.2246467991473531772E-16  # pi - PI (fdlibm pi_lo)
 LOG_PI = 1.14472988584940017414
 LS2PI = 0.91893853320467274178  # log(sqrt(2 pi))
 SQRT_PI = 1.7724538509055160273
+EULER = 0.57721566490153286061
 INV_SQRT_PI = 0.56418958354775628695
 
 
@@ -104,6 +105,12 @@ def where(c, cond, a, b):
 def poly(c, x, coeffs):
     """``coeffs[0] + coeffs[1] x + ...`` (Horner, ascending coefficients)."""
     return horner(c, x, list(reversed(coeffs)))
+
+
+def tiny(c, x):
+    """|x| < 1e-17, where the leading terms at the pole 0 are exact to double
+    precision (and sin(pi x) could be subnormal)."""
+    return lt(c, c.op("Abs", x), 1e-17)
 
 
 def is_integer(c, x):
@@ -198,6 +205,7 @@ def gammaln(c, x):
     neg = sub(c, sub(c, k(c, LOG_PI), c.op("Log", c.op("Abs", s))),
               lgamma_positive(c, c.op("Max", one_minus, k(c, 1.0))))
     y = where(c, c.op("Greater", x, k(c, 0.0)), pos, neg)
+    y = where(c, tiny(c, x), c.op("Neg", c.op("Log", c.op("Abs", x))), y)  # -log|x| - euler x
     pole = c.op("And", c.op("LessOrEqual", x, k(c, 0.0)), is_integer(c, x))
     y = where(c, c.op("Or", pole, c.op("IsInf", x)), k(c, np.inf), y)
     return where(c, c.op("IsNaN", x), x, y)
@@ -234,8 +242,7 @@ def gamma(c, x):
     s, _ = sincospi(c, x)
     neg = div(c, k(c, PI), mul(c, s, gamma_positive(c, c.op("Max", sub(c, k(c, 1.0), x), k(c, 1.0)))))
     y = where(c, c.op("Greater", x, k(c, 0.0)), pos, neg)
-    zero = c.op("Equal", x, k(c, 0.0))
-    y = where(c, zero, div(c, k(c, 1.0), x), y)  # 1/+-0 = +-inf
+    y = where(c, tiny(c, x), sub(c, div(c, k(c, 1.0), x), k(c, EULER)), y)  # 1/+-0 = +-inf
     bad = c.op("And", c.op("Less", x, k(c, 0.0)), is_integer(c, x))  # also -inf
     return where(c, bad, k(c, np.nan), y)
 
@@ -300,8 +307,7 @@ def psi(c, x):
     near = lt(c, c.op("Abs", sub(c, x, k(c, PSI_NEGROOT[0]))), 0.05)
     neg = where(c, near, _root_series(c, x, PSI_NEGROOT, PSI_NEGROOT_COEF), neg)
     y = where(c, c.op("Greater", x, k(c, 0.0)), pos, neg)
-    zero = c.op("Equal", x, k(c, 0.0))
-    y = where(c, zero, c.op("Neg", div(c, k(c, 1.0), x)), y)  # -1/+-0
+    y = where(c, tiny(c, x), sub(c, c.op("Neg", div(c, k(c, 1.0), x)), k(c, EULER)), y)  # -1/+-0 = -+inf
     bad = c.op("And", c.op("Less", x, k(c, 0.0)), is_integer(c, x))
     return where(c, bad, k(c, np.nan), y)
 
@@ -438,7 +444,7 @@ def _erfinv_central(c, y):
 
 
 def _clean_core(c, z):
-    return _erfc_core(c, c.op("Min", c.op("Max", z, k(c, 1e-320)), k(c, 0.5)))
+    return _erfc_core(c, c.op("Min", c.op("Max", z, k(c, 5e-324)), k(c, 0.5)))
 
 
 def erfinv(c, y):

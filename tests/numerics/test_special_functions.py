@@ -302,3 +302,45 @@ def test_unsupported_special_functions_say_why():
                      (pt.math.ive(3, x), "order 3")]:
         with pytest.raises(UnsupportedOpsError, match=why):
             compile_to_onnx([x], outputs=[out])
+
+
+# -- tails of sigmoid, softplus (log1pexp; log_sigmoid is -softplus(-x)) and log1mexp
+TAIL_REFS = {
+    "sigmoid": lambda v: 1 / (1 + mp.exp(-v)),
+    "softplus": lambda v: mp.log1p(mp.exp(v)),
+    "log1mexp": lambda v: (mp.log1p(-mp.exp(v)) if v < -1 else mp.log(-mp.expm1(v))) if v < 0 else mp.mpf("-inf"),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
+@pytest.mark.parametrize("name", sorted(TAIL_REFS))
+def test_logistic_tails_within_4_ulp(name, dtype):
+    """Down to the subnormal results of sigmoid(-740) and up to softplus(1e300): 4 ulp."""
+    import pytensor.tensor as pt
+
+    from compiler import compile_to_onnx
+
+    mags = np.logspace(-300, 300, 61)
+    x = np.concatenate([-mags, mags, np.linspace(-800, 800, 321), [0.0, -0.0, np.inf, -np.inf, np.nan]])
+    with np.errstate(over="ignore"):
+        x = np.unique(x.astype(dtype))
+    if name == "log1mexp":
+        x = x[~(x > 0)]  # NaN there, checked below through the pattern
+    v = pt.vector("x", dtype=np.dtype(dtype).name)
+    fn = {"sigmoid": pt.sigmoid, "softplus": pt.softplus, "log1mexp": pt.log1mexp}[name]
+    got = compile_to_onnx([v], outputs=[fn(v)]).run(x)[0]
+    want = []
+    for a in x.astype(np.float64):
+        if np.isnan(a):
+            want.append(np.nan)
+        elif np.isinf(a):
+            want.append({"sigmoid": float(a > 0), "softplus": max(a, 0.0), "log1mexp": np.nan if a > 0 else -0.0}[name])
+        else:
+            want.append(float(TAIL_REFS[name](mp.mpf(float(a)))))
+    with np.errstate(over="ignore"):
+        want = np.array(want).astype(dtype)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)])
+    fin = np.isfinite(want)
+    ulps = np.abs(got[fin].astype(np.float64) - want[fin]) / np.spacing(np.abs(want[fin])).astype(np.float64)
+    assert ulps.max() <= 4, (x[fin][np.argmax(ulps)], ulps.max())

@@ -157,3 +157,67 @@ def test_cumsum_int32_keeps_its_dtype():
     (loose,) = pytensor_reference([x], [out], values)
     assert out.dtype == "int32" and loose.dtype == np.int64
     check_pytensor([x], [out], values, reference=[loose.astype(np.int32)])
+
+
+# -- fused reductions: CAReduce{Composite} -------------------------------------------
+def _fused_sum(x, body, axis=None, acc_dtype="float64"):
+    """``CAReduce(Composite{(acc, x) -> acc + body(x)})`` as PyTensor 2.38's
+    ``local_careduce_fusion`` builds it (identity of Add)."""
+    import pytensor.scalar as ps
+    from pytensor.tensor.elemwise import CAReduce
+
+    acc = ps.get_scalar_type(acc_dtype).make_variable()
+    elem = ps.get_scalar_type(x.dtype).make_variable()
+    out = acc + body(elem)
+    if out.type.dtype != acc_dtype:
+        out = ps.cast(out, acc_dtype)
+    comp = ps.Composite([acc, elem], [out])
+    comp.identity, comp.nin, comp.nout = ps.add.identity, 2, 1
+    return CAReduce(comp, axis=axis, dtype=x.dtype, acc_dtype=acc_dtype)(x)
+
+
+@pytest.mark.parametrize("axis", [None, (1,), (0,)])
+def test_fused_careduce_composite(axis):
+    import pytensor.scalar as ps
+
+    x = pt.matrix("x", dtype="float32")
+    v = np.random.default_rng(1).normal(size=(3, 5)).astype(np.float32)
+    want = [np.sum(np.square(v).astype(np.float64), axis=axis).astype(np.float32),
+            np.sum(np.exp(v).astype(np.float64), axis=axis).astype(np.float32)]
+    check_pytensor([x], [_fused_sum(x, lambda e: ps.sqr(e), axis), _fused_sum(x, lambda e: ps.exp(e), axis)], [v],
+                   reference=want)
+
+
+def test_fused_careduce_from_a_compiled_function():
+    """PyTensor 2.38's default (C) mode fuses ``sum(x**2)`` and ``exp(x).sum(1)``
+    into CAReduce{Composite}; the compiled function exports and matches."""
+    from pytensor.tensor.elemwise import CAReduce
+    import pytensor.scalar as ps
+
+    x = pt.matrix("x", dtype="float64")
+    f = pytensor.function([x], [(x**2).sum(), pt.exp(x).sum(axis=1), pt.gammaln(x).sum(axis=0)], mode="FAST_RUN")
+    fused = [n for n in f.maker.fgraph.toposort()
+             if isinstance(n.op, CAReduce) and isinstance(n.op.scalar_op, ps.Composite)]
+    if pytensor.__version__.startswith("2."):
+        assert len(fused) == 3  # the fusion really happens in 2.38
+    from compiler import compile_to_onnx
+
+    m = compile_to_onnx(f)
+    v = np.random.default_rng(2).uniform(0.1, 3, (4, 6))
+    for got, want in zip(m.run(v), f(v)):
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+def test_fused_careduce_of_another_shape_is_unsupported():
+    import pytensor.scalar as ps
+    from pytensor.tensor.elemwise import CAReduce
+
+    from compiler import compile_to_onnx
+    from compiler.errors import UnsupportedOpsError
+
+    acc, elem = ps.float64(), ps.float64()
+    comp = ps.Composite([acc, elem], [acc * acc + elem])  # not reduce_op(acc, f(x))
+    comp.identity, comp.nin, comp.nout = 0.0, 2, 1
+    x = pt.dvector("x")
+    with pytest.raises(UnsupportedOpsError, match="not an elementwise map followed by a sum or product"):
+        compile_to_onnx([x], outputs=[CAReduce(comp, axis=None)(x)])

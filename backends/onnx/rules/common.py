@@ -169,6 +169,13 @@ def negative_zero(ctx: EmitContext, x: oir.Value, dtype: DType) -> oir.Value:
     return ctx.op("And", ctx.op("Equal", x, zero_), ctx.op("Less", ctx.op("Reciprocal", x), zero_))
 
 
+def copysign_one(ctx: EmitContext, x: oir.Value, dtype: DType) -> oir.Value:
+    """``copysign(1, x)`` for non-NaN float ``x`` (-1 for -0.0), in both numerics
+    modes: for callers whose nonzero result depends on the sign of a zero
+    (``atan2(-0.0, -1) = -pi``)."""
+    return ctx.op("Where", signbit(ctx, x, dtype), ctx.const(-1, dtype), ctx.const(1, dtype))
+
+
 def sign_of(ctx: EmitContext, x: oir.Value, dtype: DType) -> oir.Value:
     """``copysign(1, x)`` for non-NaN float ``x`` (-1 for -0.0) under
     ``numerics="strict"``; ONNX ``Sign(x)`` (0 for zeros) under ``"fast"``,
@@ -177,7 +184,7 @@ def sign_of(ctx: EmitContext, x: oir.Value, dtype: DType) -> oir.Value:
     that is 0 at 0, or ``floor(|x|)``)."""
     if not signed_zeros(ctx):
         return ctx.op("Sign", x)
-    return ctx.op("Where", signbit(ctx, x, dtype), ctx.const(-1, dtype), ctx.const(1, dtype))
+    return copysign_one(ctx, x, dtype)
 
 
 def float_compute(dtype: DType) -> DType:

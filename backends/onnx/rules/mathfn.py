@@ -53,9 +53,14 @@ def log1p(ctx, x, dtype):
 
 
 def sigmoid(ctx, x, dtype):
-    """``scipy.special.expit``: ``1 / (1 + exp(-x))``, its own formula
-    (onnxruntime's Sigmoid clamps and returns 0 below about -18 in float32)."""
-    return ctx.op("Reciprocal", ctx.op("Add", ctx.const(1, dtype), ctx.op("Exp", ctx.op("Neg", x))))
+    """``scipy.special.expit`` with both tails: ``r = 1 / (1 + e)`` with
+    ``e = exp(-|x|)`` (never overflows), and ``e * r`` for x < 0, so results
+    down to the subnormals keep their precision (``1 / (1 + exp(-x))``
+    returns 0 below x = -709 in float64, -88 in float32; onnxruntime's
+    Sigmoid clamps and returns 0 below about -18 in float32)."""
+    e = ctx.op("Exp", ctx.op("Neg", ctx.op("Abs", x)))
+    r = ctx.op("Reciprocal", ctx.op("Add", ctx.const(1, dtype), e))
+    return ctx.op("Where", ctx.op("Less", x, ctx.const(0, dtype)), ctx.op("Mul", e, r), r)
 
 
 def softplus(ctx, x, dtype):

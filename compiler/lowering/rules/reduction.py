@@ -5,6 +5,7 @@ COps and PyTensor 3's symbolic ops), ``SoftmaxGrad`` and ``CumOp``."""
 from __future__ import annotations
 
 import pytensor.scalar as ps
+from pytensor.graph.traversal import ancestors
 from pytensor.tensor import special
 from pytensor.tensor.elemwise import CAReduce
 from pytensor.tensor.extra_ops import CumOp
@@ -14,7 +15,7 @@ from compiler.errors import Unsupported
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.graph_ops import lower_op_from_graph
-from compiler.lowering.rules.scalar_ops import shape_of
+from compiler.lowering.rules.scalar_ops import lower_scalar_graph, shape_of
 from ir import DType, Value
 
 BOOL = DType.BOOL
@@ -50,25 +51,51 @@ def lower_careduce(ctx: LoweringContext, node) -> list[Value]:
     out = ir_dtype(node.outputs[0])
     acc = DType.from_numpy(op.acc_dtype) if op.acc_dtype is not None else out
     axes = tuple(range(x.rank)) if op.axis is None else tuple(op.axis)
-    if isinstance(op.scalar_op, MulWithoutZeros):
+    scalar_op = op.scalar_op
+    if isinstance(scalar_op, ps.Composite):
+        x, scalar_op = _unfuse(ctx, scalar_op, x)
+    if isinstance(scalar_op, MulWithoutZeros):
         return [ctx.cast(_prod_without_zeros(ctx, ctx.cast(x, acc), axes), out)]
-    reducer = next((REDUCERS[c] for c in type(op.scalar_op).__mro__ if c in REDUCERS), None)
+    reducer = next((REDUCERS[c] for c in type(scalar_op).__mro__ if c in REDUCERS), None)
     if reducer is None:
-        raise Unsupported(f"reduction with scalar op {op.scalar_op} has no IR equivalent")
+        raise Unsupported(f"reduction with scalar op {scalar_op} has no IR equivalent")
     if reducer in ("reduce_all", "reduce_any"):
         if x.dtype != BOOL:
-            raise Unsupported(f"bitwise {op.scalar_op} reduction of {x.dtype} has no IR equivalent")
+            raise Unsupported(f"bitwise {scalar_op} reduction of {x.dtype} has no IR equivalent")
         acc = BOOL
     elif reducer in EXACT_IN_ANY_DTYPE:
         acc = x.dtype
         if acc == BOOL:
             reducer = ON_BOOL[reducer]
     elif acc == BOOL:
-        raise Unsupported(f"{op.scalar_op} reduction with a bool accumulator")
+        raise Unsupported(f"{scalar_op} reduction with a bool accumulator")
     value = ctx.cast(x, acc)
     if axes:  # CAReduce over no axes only casts
         value = ctx.add(reducer, [value], {"axes": axes, "keepdims": False})
     return [ctx.cast(value, out)]
+
+
+def _unfuse(ctx: LoweringContext, composite, x: Value):
+    """Split a fused reduction's scalar op (PyTensor 2.38's ``local_careduce_fusion``
+    builds ``Composite{(acc, x) -> [cast](reduce_op(acc, f(x)))}`` with ``reduce_op``
+    Add or Mul) into ``(f(x) lowered elementwise, reduce_op)``: reducing
+    ``f(x)`` from the op's identity is what the fused loop computes.
+
+    Raises:
+        Unsupported: a Composite of another shape.
+    """
+    fg = composite.fgraph
+    acc_var, elem_var = fg.inputs if len(fg.inputs) == 2 else (None, None)
+    (result,) = fg.outputs
+    if result.owner is not None and isinstance(result.owner.op, ps.Cast):
+        result = result.owner.inputs[0]
+    top = result.owner
+    if (acc_var is None or top is None or not isinstance(top.op, (ps.Add, ps.Mul)) or len(top.inputs) != 2
+            or top.inputs[0] is not acc_var or acc_var in ancestors([top.inputs[1]])):
+        raise Unsupported(f"reduction with scalar op {composite} is not an elementwise map followed by "
+                          "a sum or product")
+    (elem,) = lower_scalar_graph(ctx, [elem_var], [top.inputs[1]], [x])
+    return elem, top.op
 
 
 def _prod_without_zeros(ctx: LoweringContext, x: Value, axes: tuple) -> Value:

@@ -1,8 +1,11 @@
 """``compile_to_onnx``: lower a PyTensor graph to IR, run passes, emit ONNX.
 
-The driver owns the one hook that runs between passes: it verifies the IR,
-records timing and IR text, and writes ``dump_ir`` files. Passes do none of
-that themselves.
+The driver owns the one hook that runs between passes: it records each
+stage's name, whether it changed the IR, its time and node count, and, only
+when asked, verifies the IR in full (``verify_each_pass=True``), prints it
+(``keep_ir=True``) and writes ``dump_ir`` files. By default a compilation pays
+for none of that: one cheap structural check runs after the last pass. Passes
+do none of this themselves.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ from typing import Any, Sequence
 
 import numpy as np
 import onnx
+import onnx_ir as oir
 
-from backends.onnx import emit_model
+from backends.onnx import build_model
 from compiler import shapes
 from compiler.lowering import graph_spec, lower
 from ir import Graph
@@ -32,11 +36,17 @@ class CompiledModel:
     Attributes:
         model: the ONNX ``ModelProto`` (opset 18 by default, IR version 10).
         ir: the final IR graph (after all passes).
-        history: one ``PassRecord`` per stage: ``lowered`` first, then each pass.
+        history: one ``PassRecord`` per stage: ``lowered`` first, then each
+            pass (name, changed, seconds, node count; IR text with
+            ``keep_ir=True``).
         input_names: ONNX graph input names, in order (fgraph input order,
             baked shared variables excluded).
         output_names: ONNX graph output names, in fgraph output order.
         compile_seconds: wall time of the whole compilation.
+        timings: wall seconds of the compilation's parts: ``lowering``,
+            ``passes`` (their sum), ``hooks`` (verification, printing and
+            dumps between and after the passes), ``emission`` (building the
+            onnx_ir model) and ``serialization`` (to the ``ModelProto``).
     """
 
     model: onnx.ModelProto
@@ -45,6 +55,7 @@ class CompiledModel:
     input_names: list[str]
     output_names: list[str]
     compile_seconds: float
+    timings: dict[str, float] = field(default_factory=dict)
     _session: Any = field(default=None, repr=False)
 
     def save(self, path: str | os.PathLike) -> None:
@@ -87,7 +98,8 @@ class CompiledModel:
 
 def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, outputs=None, opset: int = 18,
                     dump_ir: str | os.PathLike | None = None, bake_shared: bool = True,
-                    verify_each_pass: bool = True, name: str = "main",
+                    verify_each_pass: bool = False, keep_ir: bool = False, full_weights: bool = False,
+                    name: str = "main",
                     emit_options: dict | None = None,
                     input_shapes: dict | None = None, example_inputs: Sequence | None = None,
                     check_dynamic: bool = False, value_info: bool = False) -> CompiledModel:
@@ -104,7 +116,16 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
             after each pass.
         bake_shared: shared variables become initializers holding their
             current value (True) or stay graph inputs (False).
-        verify_each_pass: run the IR verifier after lowering and each pass.
+        verify_each_pass: run the full IR verifier (type rules included)
+            after lowering and after each pass, so the first pass that breaks
+            the IR is named (a debugging option: it costs about as much as
+            the passes). Off, one structural check (``verify(...,
+            check_types=False)``) runs after the last pass.
+        keep_ir: keep the IR text after every stage in
+            ``history[i].ir_text`` (else those are None).
+        full_weights: print constants of more than 16 elements in full
+            (base64, parseable) in ``history`` texts and ``dump_ir`` files,
+            instead of a ``<shape dtype sha256:prefix>`` digest.
         name: the ONNX graph name.
         emit_options: keyword options for ``emit_model`` (``float64_conv``,
             ``silu``, ``gelu``, ``max_pool_nan``; see
@@ -140,21 +161,36 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
     dump_dir = Path(dump_ir) if dump_ir is not None else None
     if dump_dir is not None:
         dump_dir.mkdir(parents=True, exist_ok=True)
+    hook_seconds = 0.0
 
     def record(stage: str, changed: bool, seconds: float) -> None:
+        nonlocal hook_seconds
+        hook_start = time.perf_counter()
         if verify_each_pass:
             verify(ir_graph, context=f"after {stage}")
-        text = print_graph(ir_graph)
-        history.append(PassRecord(stage, changed, seconds, text))
+        text = print_graph(ir_graph, full_weights=full_weights) if keep_ir or dump_dir is not None else None
+        history.append(PassRecord(stage, changed, seconds, len(ir_graph), text if keep_ir else None))
         if dump_dir is not None:
             (dump_dir / f"{len(history) - 1:02d}-{stage}.ir").write_text(text)
+        hook_seconds += time.perf_counter() - hook_start
 
     record("lowered", True, time.perf_counter() - start)
     pipeline = resolve_passes(DEFAULT_PIPELINE if passes is None else passes)
     run_pipeline(ir_graph, pipeline, lambda p, g, changed, s: record(p.name, changed, s))
-    model = emit_model(ir_graph, opset=opset, value_info=value_info, **(emit_options or {}))
+    if not verify_each_pass:
+        hook_start = time.perf_counter()
+        verify(ir_graph, context="after the passes", check_types=False)
+        hook_seconds += time.perf_counter() - hook_start
+    emit_start = time.perf_counter()
+    built = build_model(ir_graph, opset=opset, value_info=value_info, **(emit_options or {}))
+    serialize_start = time.perf_counter()
+    model = oir.serde.serialize_model(built)
+    end = time.perf_counter()
+    timings = {"lowering": history[0].seconds, "passes": sum(r.seconds for r in history[1:]),
+               "hooks": hook_seconds, "emission": serialize_start - emit_start,
+               "serialization": end - serialize_start}
     compiled = CompiledModel(model, ir_graph, history, [v.name for v in ir_graph.inputs],
-                             [o.name for o in model.graph.output], time.perf_counter() - start)
+                             [o.name for o in model.graph.output], end - start, timings)
     if check_dynamic:
         shapes.check_dynamic(model, ir_graph, lowered.input_vars, lowered.output_vars,
                              example_sizes=example_sizes, session=compiled.session)

@@ -373,6 +373,12 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
     by_op: dict[str, list[Rule]] = {}
     for rule in rules:
         by_op.setdefault(rule.pattern.op, []).append(rule)
+    if not any(graph.op_count(op) for op in by_op):
+        return False  # no root op in the graph: O(number of root ops), no node visited
+    # Without a trace or debug log, a rule whose pattern's skeleton (ops,
+    # arities, constants; two levels deep) cannot fit is skipped before the
+    # full match builds its reasons for missing.
+    quick = trace is None and not log.isEnabledFor(logging.DEBUG)
     rw = Rewriter(graph)
     outputs = set(graph.outputs)  # kept up to date: only replace_all_uses below changes them
     work = deque(n for n in graph if n.op in by_op)
@@ -385,6 +391,8 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
         if node.graph is not graph:
             continue
         for rule in by_op.get(node.op, ()):
+            if quick and not _may_match_node(rule.pattern, node, SKELETON_DEPTH):
+                continue
             new = _try(rw, rule, node, trace, outputs)
             if new is None:
                 continue
@@ -407,6 +415,38 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
             changed = True
             break
     return changed
+
+
+SKELETON_DEPTH = 2  # pattern levels below the root the quick check looks at
+
+
+def _may_match_node(p: "Op", node: Node, depth: int) -> bool:
+    """False only if ``p`` surely cannot match ``node``: a wrong output count
+    or arity, or (``depth`` levels down) an input pattern that needs a
+    producer op or a constant the input does not have. Ignores bindings,
+    attributes, constraints and single use, so it never rejects a match."""
+    n_in = len(node._inputs)
+    if len(node.outputs) != 1 or (n_in != len(p.inputs) and (p.rest is None or n_in < len(p.inputs))):
+        return False
+    if depth == 0:
+        return True
+    values = node._inputs
+    if all(_may_match_value(q, v, depth - 1) for q, v in zip(p.inputs, values)):
+        return True
+    return (len(p.inputs) == 2 and p.rest is None and get_op(p.op).commutative
+            and _may_match_value(p.inputs[0], values[1], depth - 1)
+            and _may_match_value(p.inputs[1], values[0], depth - 1))
+
+
+def _may_match_value(p: Pattern, value: Value, depth: int) -> bool:
+    if isinstance(p, Op):
+        producer = value.producer
+        return producer is not None and producer.op == p.op and _may_match_node(p, producer, depth)
+    if isinstance(p, Const):
+        return value.const is not None
+    if isinstance(p, AnyOf):
+        return any(_may_match_value(q, value, depth) for q in p.alternatives)
+    return True  # Var, or a pattern class this check does not know
 
 
 def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None, outputs: set[Value]) -> Value | None:

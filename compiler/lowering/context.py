@@ -20,12 +20,16 @@ class LoweringContext:
         graph: the IR ``Graph`` under construction.
         values: PyTensor Variable -> IR Value, for every variable lowered so far.
         source: the source line (``file:line``) of the node being lowered.
+        memo: per-lowering caches of the rules, keyed by their own tuples
+            (e.g. the scalar ``Apply`` of an ``Elemwise`` per scalar op and
+            input dtypes, so it is built once, not per node).
     """
 
     def __init__(self, graph: Graph):
         self.graph = graph
         self.values: dict[Any, Value] = {}
         self.source: str | None = None
+        self.memo: dict[tuple, Any] = {}
         self._const_cache: dict[tuple, Value] = {}
 
     # -- reading inputs ----------------------------------------------------

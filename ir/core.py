@@ -302,6 +302,10 @@ class Graph:
         if old in self._output_set:
             self.outputs = [new if v is old else v for v in self.outputs]
 
+    def is_output(self, value: Value) -> bool:
+        """Whether ``value`` is one of the graph's outputs (O(1))."""
+        return value in self._output_set
+
     @property
     def outputs(self) -> list[Value]:
         """The graph's outputs, in order (assign a new list to change them)."""

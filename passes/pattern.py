@@ -266,7 +266,7 @@ def _solve_all(patterns: Sequence[Pattern], values: Sequence[Value], m: Match,
 def _is_graph_output(value: Value, node: Node, outputs: set[Value] | None) -> bool:
     if outputs is not None:
         return value in outputs
-    return node.graph is not None and value in node.graph.outputs
+    return node.graph is not None and node.graph.is_output(value)
 
 
 class Rewriter:
@@ -379,6 +379,8 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
     # arities, constants; two levels deep) cannot fit is skipped before the
     # full match builds its reasons for missing.
     quick = trace is None and not log.isEnabledFor(logging.DEBUG)
+    # (rule, the ops its root's inputs must be produced by), per root op
+    checks = {op: [(rule, _child_ops(rule.pattern)) for rule in rules_of] for op, rules_of in by_op.items()}
     rw = Rewriter(graph)
     outputs = set(graph.outputs)  # kept up to date: only replace_all_uses below changes them
     work = deque(n for n in graph if n.op in by_op)
@@ -390,8 +392,11 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
         queued.discard(node)
         if node.graph is not graph:
             continue
-        for rule in by_op.get(node.op, ()):
-            if quick and not _may_match_node(rule.pattern, node, SKELETON_DEPTH):
+        rules_here = checks.get(node.op, ())
+        if quick and rules_here:
+            have = {v.producer.op for v in node._inputs if v.producer is not None}
+        for rule, needs in rules_here:
+            if quick and not (needs <= have and _may_match_node(rule.pattern, node, SKELETON_DEPTH)):
                 continue
             new = _try(rw, rule, node, trace, outputs)
             if new is None:
@@ -424,10 +429,13 @@ def _may_match_node(p: "Op", node: Node, depth: int) -> bool:
     """False only if ``p`` surely cannot match ``node``: a wrong output count
     or arity, or (``depth`` levels down) an input pattern that needs a
     producer op or a constant the input does not have. Ignores bindings,
-    attributes, constraints and single use, so it never rejects a match."""
+    attributes, inner constraints and single use, so it never rejects a
+    match (the root's ``where`` is checked: it reads only the node)."""
     n_in = len(node._inputs)
     if len(node.outputs) != 1 or (n_in != len(p.inputs) and (p.rest is None or n_in < len(p.inputs))):
         return False
+    if depth == SKELETON_DEPTH and p.where is not None and not p.where(node):
+        return False  # the root's own constraint (it reads no bindings)
     if depth == 0:
         return True
     values = node._inputs
@@ -436,6 +444,12 @@ def _may_match_node(p: "Op", node: Node, depth: int) -> bool:
     return (len(p.inputs) == 2 and p.rest is None and get_op(p.op).commutative
             and _may_match_value(p.inputs[0], values[1], depth - 1)
             and _may_match_value(p.inputs[1], values[0], depth - 1))
+
+
+def _child_ops(p: "Op") -> frozenset[str]:
+    """The ops that must produce some input of a node ``p`` matches (its
+    direct ``Op`` children; ``AnyOf`` and the rest are not required)."""
+    return frozenset(q.op for q in p.inputs if isinstance(q, Op))
 
 
 def _may_match_value(p: Pattern, value: Value, depth: int) -> bool:
@@ -491,12 +505,12 @@ def erase_dead(graph: Graph, nodes: Iterable[Node], outputs: set[Value] | None =
         The values that lost readers and are still there (graph inputs,
         constants, outputs of nodes left in the graph); a value may repeat.
     """
-    outputs = set(graph.outputs) if outputs is None else outputs
+    is_output = graph.is_output if outputs is None else outputs.__contains__
     stack = list(nodes)
     freed: list[Value] = []
     while stack:
         n = stack.pop()
-        if n.graph is not graph or any(out.num_uses or out in outputs for out in n.outputs):
+        if n.graph is not graph or any(out.num_uses or is_output(out) for out in n.outputs):
             continue
         freed.extend(n.inputs)
         stack.extend(v.producer for v in n.inputs if v.producer is not None)

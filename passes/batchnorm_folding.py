@@ -353,7 +353,7 @@ def fold_chain(rw: Rewriter, m: Match) -> Value | str:
 
 RULES = RuleSet([
     # (conv(x) - mean) / sd * gamma + beta -> conv(x) with folded weights, or batch_norm(x)
-    *(Rule("channel-affine-chain", Op(op, Var(), Var(), where=lambda n: as_step(n) is not None), fold_chain)
+    *(Rule("channel-affine-chain", Op(op, Var(), Var()), fold_chain, guard=lambda n: as_step(n) is not None)
       for op in STEP_OPS),
 ])
 

@@ -309,12 +309,18 @@ RewriteFn = Callable[[Rewriter, Match], "Value | str"]
 class Rule:
     """A rewrite rule: a name, a root ``Op`` pattern and a rewrite function.
     ``defined_at`` (file:line) is filled in where the rule is constructed, so
-    debug output says which rule fired or missed."""
+    debug output says which rule fired or missed; ``guard`` is an optional
+    cheap precondition on the root node (see below)."""
 
     name: str
     pattern: Op
     rewrite: RewriteFn
     defined_at: str = ""
+    # A cheap necessary condition on the root node (e.g. "some input is a
+    # constant"): when it is False the rule surely declines, so
+    # ``apply_rules`` skips it without matching unless a trace or the debug
+    # log wants the reason. It must never be False where the rule fires.
+    guard: Callable[[Node], bool] | None = None
 
     def __post_init__(self):
         if not self.defined_at:
@@ -396,7 +402,8 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
         if quick and rules_here:
             have = {v.producer.op for v in node._inputs if v.producer is not None}
         for rule, needs in rules_here:
-            if quick and not (needs <= have and _may_match_node(rule.pattern, node, SKELETON_DEPTH)):
+            if quick and not (needs <= have and (rule.guard is None or rule.guard(node))
+                              and _may_match_node(rule.pattern, node, SKELETON_DEPTH)):
                 continue
             new = _try(rw, rule, node, trace, outputs)
             if new is None:

@@ -33,6 +33,7 @@ Usage::
 
     python bench/bench_scaling.py [--families chain wide mlp conv scan yolo]
                                   [--sizes 1000 10000 100000] [--repeats 3]
+                                  [--verify-each-pass] [--keep-ir]
 
 The 100k size runs only for the families listed in ``CHEAP_AT_100K`` unless
 ``--all-sizes`` is given. Timings are CPU time medians on a possibly shared
@@ -264,13 +265,14 @@ def peak_memory(fn: Callable) -> float:
         tracemalloc.stop()
 
 
-def measure(family: str, size: int, repeats: int) -> dict:
-    """One row: sizes, CPU totals, the stage split, peak memory and floors."""
+def measure(family: str, size: int, repeats: int, **options) -> dict:
+    """One row: sizes, CPU totals, the stage split, peak memory and floors
+    (``options``: extra ``compile_to_onnx`` keywords)."""
     from compiler import compile_to_onnx
 
     inputs, outputs = FAMILIES[family](size)
     apply_nodes = _count_nodes(inputs, outputs)
-    compile_once = lambda: compile_to_onnx(inputs, outputs=outputs)  # noqa: E731
+    compile_once = lambda: compile_to_onnx(inputs, outputs=outputs, **options)  # noqa: E731
     compile_to_onnx(inputs, outputs=outputs)  # warm caches (imports, rule tables)
     splits: dict[str, list[float]] = defaultdict(list)
     totals, models = [], []
@@ -377,6 +379,9 @@ def main(argv=None) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--all-sizes", action="store_true", help="run 100k nodes for every family")
+    parser.add_argument("--verify-each-pass", action="store_true",
+                        help="compile with verify_each_pass=True (the full verifier after every stage)")
+    parser.add_argument("--keep-ir", action="store_true", help="compile with keep_ir=True")
     args = parser.parse_args(argv)
 
     rows = []
@@ -387,10 +392,12 @@ def main(argv=None) -> None:
             if size > 10000 and family not in CHEAP_AT_100K and not args.all_sizes:
                 print(f"skipped {family} {size} (not in CHEAP_AT_100K; --all-sizes runs it)", flush=True)
                 continue
-            rows.append(measure(family, size, args.repeats if size <= 10000 else 1))
+            options = {"verify_each_pass": args.verify_each_pass, "keep_ir": args.keep_ir}
+            rows.append(measure(family, size, args.repeats if size <= 10000 else 1, **options))
             print(f"measured {family} {size}", flush=True)
     if rows:
-        print(f"\nCPU time, median of {args.repeats} (1 at 100k); default compile_to_onnx + SerializeToString")
+        print(f"\nCPU time, median of {args.repeats} (1 at 100k); compile_to_onnx + SerializeToString, "
+              f"verify_each_pass={args.verify_each_pass}, keep_ir={args.keep_ir}")
         print(format_rows(rows))
         print("\nsplit, CPU-clock stage times from CompiledModel.timings and history (us per PyTensor node)")
         print(format_splits(rows))

@@ -165,8 +165,12 @@ def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence,
 def _refine(var, value: Value, node, source) -> Value:
     """Check ``value`` against PyTensor's type of ``var`` and adopt the static
     dims PyTensor knows."""
-    want = ir_type(var)
     t = value.type
+    static = getattr(var.type, "shape", ())
+    if t.dtype == ir_dtype(var) and len(t.shape) == len(static) and all(
+            b is None or a == b for a, b in zip(t.shape, static)):
+        return value  # the common case: nothing to check further, nothing to adopt
+    want = ir_type(var)
     if t.dtype != want.dtype or t.rank != want.rank or not all(
             dims_compatible(a, b) for a, b in zip(t.shape, want.shape)):
         raise LoweringError(f"lowering {op_label(node.op)} gave {t}, PyTensor says {want}"
@@ -186,9 +190,9 @@ def source_line(node) -> str | None:
         trace = getattr(out.tag, "trace", None)
         if trace:
             frames = trace[0] if isinstance(trace[0], list) else trace
-            frames = [f for f in frames if not str(f[0]).startswith(_PYTENSOR_DIR)] or frames
             if frames:
-                f = frames[-1]
+                # the last frame outside PyTensor, else the last frame
+                f = next((f for f in reversed(frames) if not str(f[0]).startswith(_PYTENSOR_DIR)), frames[-1])
                 return f"{f[0]}:{f[1]}" + (f" ({f[3].strip()})" if len(f) > 3 and f[3] else "")
     return None
 

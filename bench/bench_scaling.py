@@ -25,9 +25,10 @@ Families (sizes count PyTensor Apply nodes, ``io_toposort``):
     scan    scans of 8 steps (``y = tanh(y * a) + y``) in sequence, which
             ``scan-unroll`` unrolls; the size counts the outer Apply nodes
             plus each body's nodes once.
-    yolo    the YOLO11n-class model of ``bench/models/yolo11n.py`` when it
-            exists (one size), with torch's legacy exporter beside it when
-            torch is installed (CPU seconds, peak RSS in a subprocess).
+    yolo    the YOLO11n-class model of ``bench/models/yolo11n.py`` (or
+            ``--yolo-module``) when it exists, beside torch's legacy
+            exporter on its torch twin: CPU seconds and peak RSS growth,
+            each in fresh subprocesses.
 
 Usage::
 
@@ -347,28 +348,106 @@ def _table(header: list[str], body: list[list[str]]) -> str:
 YOLO_MODULE = Path(__file__).resolve().parent / "models" / "yolo11n.py"
 
 
-def yolo_rows(repeats: int) -> list[str]:
-    """CPU seconds and peak memory of compiling the YOLO11n-class model, and of
-    torch's legacy exporter on the torch twin when the module provides one."""
-    if not YOLO_MODULE.exists():
-        return [f"yolo: {YOLO_MODULE} does not exist in this checkout (skipped)"]
+def _load_yolo(path: Path):
     import importlib.util
 
-    from compiler import compile_to_onnx
-
-    spec = importlib.util.spec_from_file_location("bench_yolo11n", YOLO_MODULE)
+    spec = importlib.util.spec_from_file_location("bench_yolo11n", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    graph = module.build() if hasattr(module, "build") else module.yolo11n()
-    inputs, outputs = graph if isinstance(graph, tuple) else (graph, None)
-    run = (lambda: compile_to_onnx(inputs, outputs=outputs)) if outputs is not None else (
-        lambda: compile_to_onnx(inputs))
-    run()
-    seconds, compiled = cpu(run, repeats)
-    lines = [f"yolo11n-class: {_count_nodes(*((inputs, outputs) if outputs is not None else (None, None)))} "
-             f"Apply nodes, {len(compiled.model.graph.node)} ONNX nodes: default compile {seconds:.3f} s CPU, "
-             f"peak {peak_memory(run):.1f} MiB (tracemalloc)"]
-    lines.append("  split (s): " + ", ".join(f"{k} {v:.3f}" for k, v in compiled.timings.items()))
+    return module
+
+
+def yolo_child(which: str, path: str) -> None:
+    """In a fresh process: build the model, then compile it (``ours``: default
+    ``compile_to_onnx``) or export its torch twin with torch's legacy exporter
+    (``torch``), and print CPU seconds and the peak RSS growth (MiB) of that
+    step (``ru_maxrss`` after it minus the RSS before it)."""
+    import io
+    import json
+    import resource
+
+    module = _load_yolo(Path(path))
+
+    def rss_mib() -> float:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+    if which == "ours":
+        from compiler import compile_to_onnx
+
+        import pytensor.tensor as pt
+
+        from compiler import nn
+
+        tiny = pt.tensor("t", dtype="float32", shape=(1, 3, 8, 8))  # warms imports on a tiny model, so that
+        compile_to_onnx([tiny], outputs=[nn.relu(tiny) * 2])  # the high-water mark stays below the real one
+        images, out, _ = module.build_pytensor(0)
+        step = lambda: compile_to_onnx([images], outputs=[out])  # noqa: E731
+    else:
+        import warnings
+
+        import torch
+
+        with warnings.catch_warnings():  # warms the exporter's imports on a tiny model
+            warnings.simplefilter("ignore")
+            torch.onnx.export(torch.nn.Conv2d(3, 3, 1), (torch.zeros(1, 3, 8, 8),), io.BytesIO(), dynamo=False)
+        net = module.build_torch(0).eval()
+        x = torch.zeros(module.input_shape())
+
+        def step():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(net, (x,), io.BytesIO(), dynamo=False, input_names=["images"])
+    gc.collect()
+    before = rss_mib()
+    start = time.process_time()
+    result = step()
+    seconds = time.process_time() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    info = {"cpu": seconds, "peak_growth_mib": peak - before}
+    if which == "ours":
+        info["onnx_nodes"] = len(result.model.graph.node)
+        info["timings"] = result.timings
+    print(json.dumps(info))
+
+
+def yolo_rows(path: Path, repeats: int) -> list[str]:
+    """CPU seconds and peak memory growth of compiling the YOLO11n-class model
+    (default options) and of torch's legacy exporter on its torch twin, each
+    in ``repeats`` fresh subprocesses (medians)."""
+    import json
+    import subprocess
+
+    if not path.exists():
+        return [f"yolo: {path} does not exist (skipped)"]
+    lines = []
+    results = {}
+    for which in ("ours", "torch"):
+        runs = []
+        for _ in range(repeats):
+            proc = subprocess.run([sys.executable, __file__, "--yolo-child", which, "--yolo-module", str(path)],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                lines.append(f"yolo {which}: failed: {proc.stderr.strip().splitlines()[-1:]}")
+                break
+            runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        if runs:
+            results[which] = runs
+    for which, runs in results.items():
+        cpu_s = statistics.median(r["cpu"] for r in runs)
+        mem = statistics.median(r["peak_growth_mib"] for r in runs)
+        label = "compile_to_onnx (default)" if which == "ours" else "torch.onnx.export (legacy)"
+        extra = ""
+        if which == "ours":
+            extra = f", {runs[-1]['onnx_nodes']} ONNX nodes, split (s): " + ", ".join(
+                f"{k} {v:.3f}" for k, v in runs[-1]["timings"].items())
+        lines.append(f"yolo11n-class  {label:28s} {cpu_s:7.3f} s CPU  peak RSS growth {mem:7.1f} MiB{extra}")
+    if len(results) == 2:
+        ours, theirs = results["ours"], results["torch"]
+        lines.append("  ratios ours/torch-legacy: CPU {:.2f}x, memory {:.2f}x".format(
+            statistics.median(r["cpu"] for r in ours) / statistics.median(r["cpu"] for r in theirs),
+            statistics.median(r["peak_growth_mib"] for r in ours)
+            / statistics.median(r["peak_growth_mib"] for r in theirs)))
     return lines
 
 
@@ -382,7 +461,13 @@ def main(argv=None) -> None:
     parser.add_argument("--verify-each-pass", action="store_true",
                         help="compile with verify_each_pass=True (the full verifier after every stage)")
     parser.add_argument("--keep-ir", action="store_true", help="compile with keep_ir=True")
+    parser.add_argument("--yolo-module", type=Path, default=YOLO_MODULE,
+                        help=f"the YOLO11n-class model module (default: {YOLO_MODULE})")
+    parser.add_argument("--yolo-child", choices=["ours", "torch"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.yolo_child:
+        yolo_child(args.yolo_child, str(args.yolo_module))
+        return
 
     rows = []
     for family in args.families:
@@ -403,7 +488,7 @@ def main(argv=None) -> None:
         print(format_splits(rows))
     if "yolo" in args.families:
         print()
-        print("\n".join(yolo_rows(args.repeats)))
+        print("\n".join(yolo_rows(args.yolo_module, args.repeats)))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ Workloads (sizes count PyTensor Apply nodes):
 Usage::
 
     python bench/bench_compile.py [--sizes 100 1000 10000] [--repeats 3]
-                                  [--workloads ladder consts] [--no-verify]
+                                  [--workloads ladder consts] [--verify-each-pass]
 
 Timings are wall clock on a possibly shared machine: read the medians, and
 never assert on them.
@@ -129,7 +129,7 @@ def measure(workload: str, size: int, repeats: int, verify: bool) -> Measurement
         for name, seconds in stages.items():
             per_stage.setdefault(name, []).append(seconds)
         totals.append(compiled.compile_seconds)
-    ir_nodes = sum(1 for line in compiled.history[0].ir_text.splitlines() if line.startswith("  %"))
+    ir_nodes = compiled.history[0].nodes
     return Measurement(workload, count_apply_nodes(inputs, outputs), ir_nodes, len(compiled.model.graph.node),
                        statistics.median(totals), statistics.median(cpus), {k: statistics.median(v) for k, v in per_stage.items()})
 
@@ -180,15 +180,15 @@ def main(argv=None) -> None:
                         help="graph sizes in PyTensor Apply nodes (default: 100 1000 10000)")
     parser.add_argument("--repeats", type=int, default=3, help="compilations per graph (default: 3)")
     parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
-    parser.add_argument("--no-verify", action="store_true", help="compile with verify_each_pass=False")
+    parser.add_argument("--verify-each-pass", action="store_true", help="compile with verify_each_pass=True")
     args = parser.parse_args(argv)
 
     rows = []
     for workload in args.workloads:
         for size in args.sizes:
-            rows.append(measure(workload, size, args.repeats, verify=not args.no_verify))
+            rows.append(measure(workload, size, args.repeats, verify=args.verify_each_pass))
             print(f"measured {workload} {size}", flush=True)
-    print(f"\nmedian of {args.repeats} compilations; verifier {'off' if args.no_verify else 'on'}")
+    print(f"\nmedian of {args.repeats} compilations; verify_each_pass={args.verify_each_pass}")
     print(format_table(rows))
     print()
     print(format_exponents(rows))

@@ -1,12 +1,17 @@
 """``compile_to_onnx``: lower a PyTensor graph to IR, run passes, emit ONNX.
 
-The driver owns the one hook that runs between passes: it verifies the IR,
-records timing and IR text, and writes ``dump_ir`` files. Passes do none of
-that themselves.
+The driver owns the one hook that runs between passes: it records each
+stage's name, whether it changed the IR, its time and node count, and, only
+when asked, verifies the IR in full (``verify_each_pass=True``), prints it
+(``keep_ir=True``) and writes ``dump_ir`` files. By default a compilation pays
+for none of that: one cheap structural check runs after the last pass. Passes
+do none of this themselves.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import time
 from dataclasses import dataclass, field
@@ -15,8 +20,9 @@ from typing import Any, Sequence
 
 import numpy as np
 import onnx
+import onnx_ir as oir
 
-from backends.onnx import emit_model
+from backends.onnx import build_model
 from backends.onnx.context import NUMERICS
 from compiler import shapes
 from compiler.lowering import graph_spec, lower
@@ -35,7 +41,9 @@ class CompiledModel:
     Attributes:
         model: the ONNX ``ModelProto`` (opset 18 by default, IR version 10).
         ir: the final IR graph (after all passes).
-        history: one ``PassRecord`` per stage: ``lowered`` first, then each pass.
+        history: one ``PassRecord`` per stage: ``lowered`` first, then each
+            pass (name, changed, seconds, node count; IR text with
+            ``keep_ir=True``).
         input_names: ONNX graph input names, in order (fgraph input order,
             baked shared variables excluded).
         output_names: ONNX graph output names, in fgraph output order.
@@ -43,6 +51,10 @@ class CompiledModel:
         input_variables: the PyTensor variable behind each ONNX input.
         rewrites: the ``RewriteLog`` of the pipeline (rules fired and
             declined, the opt-bisect count).
+        timings: wall seconds of the compilation's parts: ``lowering``,
+            ``passes`` (their sum), ``hooks`` (verification, printing and
+            dumps between and after the passes), ``emission`` (building the
+            onnx_ir model) and ``serialization`` (to the ``ModelProto``).
     """
 
     model: onnx.ModelProto
@@ -53,6 +65,7 @@ class CompiledModel:
     compile_seconds: float
     input_variables: list = field(default_factory=list, repr=False)
     rewrites: RewriteLog = field(default_factory=RewriteLog, repr=False)
+    timings: dict[str, float] = field(default_factory=dict)
     _session: Any = field(default=None, repr=False)
 
     def save(self, path: str | os.PathLike) -> None:
@@ -117,7 +130,8 @@ class CompiledModel:
 
 def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, outputs=None, opset: int = 18,
                     dump_ir: str | os.PathLike | None = None, bake_shared: bool = True,
-                    verify_each_pass: bool = True, name: str = "main",
+                    verify_each_pass: bool = False, keep_ir: bool = False, full_weights: bool = False,
+                    name: str = "main",
                     emit_options: dict | None = None,
                     input_shapes: dict | None = None, example_inputs: Sequence | None = None,
                     check_dynamic: bool = False, value_info: bool = False,
@@ -137,7 +151,16 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
             after each pass.
         bake_shared: shared variables become initializers holding their
             current value (True) or stay graph inputs (False).
-        verify_each_pass: run the IR verifier after lowering and each pass.
+        verify_each_pass: run the full IR verifier (type rules included)
+            after lowering and after each pass, so the first pass that breaks
+            the IR is named (a debugging option: it costs about as much as
+            the passes). Off, one structural check (``verify(...,
+            check_types=False)``) runs after the last pass.
+        keep_ir: keep the IR text after every stage in
+            ``history[i].ir_text`` (else those are None).
+        full_weights: print constants of more than 16 elements in full
+            (base64, parseable) in ``history`` texts and ``dump_ir`` files,
+            instead of a ``<shape dtype sha256:prefix>`` digest.
         name: the ONNX graph name.
         emit_options: keyword options for ``emit_model`` (``float64_conv``,
             ``silu``, ``gelu``, ``max_pool_nan``; see
@@ -189,6 +212,32 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
         raise ValueError(f"numerics={numerics!r}: must be one of {', '.join(map(repr, NUMERICS))}")
     if emit_options and "numerics" in emit_options:
         raise ValueError("pass numerics to compile_to_onnx, not in emit_options")
+    with _gc_paused():
+        return _compile(graph, passes, outputs, opset, dump_ir, bake_shared, verify_each_pass, keep_ir,
+                        full_weights, name, emit_options, input_shapes, example_inputs, check_dynamic, value_info,
+                        numerics, check_passes, reproducer_dir, opt_bisect_limit)
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Pause Python's cyclic garbage collector while compiling. Lowering and
+    the passes allocate hundreds of thousands of long-lived objects (the IR);
+    each young-generation collection would traverse them again, which costs
+    about as much as lowering itself. Reference counting still frees acyclic
+    garbage; the cycles of erased IR nodes wait for the next collection after
+    the compilation (their memory is part of the measured peak)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _compile(graph, passes, outputs, opset, dump_ir, bake_shared, verify_each_pass, keep_ir, full_weights,
+             name, emit_options, input_shapes, example_inputs, check_dynamic, value_info,
+             numerics, check_passes, reproducer_dir, opt_bisect_limit) -> CompiledModel:
     start = time.perf_counter()
     lowered = lower(graph_spec(graph, outputs), bake_shared=bake_shared, name=name)
     ir_graph = lowered.graph
@@ -197,14 +246,18 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
     dump_dir = Path(dump_ir) if dump_ir is not None else None
     if dump_dir is not None:
         dump_dir.mkdir(parents=True, exist_ok=True)
+    hook_seconds = 0.0
 
     def record(stage: str, changed: bool, seconds: float) -> None:
+        nonlocal hook_seconds
+        hook_start = time.perf_counter()
         if verify_each_pass:
             verify(ir_graph, context=f"after {stage}")
-        text = print_graph(ir_graph)
-        history.append(PassRecord(stage, changed, seconds, text))
+        text = print_graph(ir_graph, full_weights=full_weights) if keep_ir or dump_dir is not None else None
+        history.append(PassRecord(stage, changed, seconds, len(ir_graph), text if keep_ir else None))
         if dump_dir is not None:
             (dump_dir / f"{len(history) - 1:02d}-{stage}.ir").write_text(text)
+        hook_seconds += time.perf_counter() - hook_start
 
     record("lowered", True, time.perf_counter() - start)
     pipeline = resolve_passes(DEFAULT_PIPELINE if passes is None else passes)
@@ -225,9 +278,20 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
 
     with observing(rewrites):
         run_pipeline(ir_graph, pipeline, after, before)
-    model = emit_model(ir_graph, opset=opset, value_info=value_info, numerics=numerics, **(emit_options or {}))
+    if not verify_each_pass:
+        hook_start = time.perf_counter()
+        verify(ir_graph, context="after the passes", check_types=False)
+        hook_seconds += time.perf_counter() - hook_start
+    emit_start = time.perf_counter()
+    built = build_model(ir_graph, opset=opset, value_info=value_info, numerics=numerics, **(emit_options or {}))
+    serialize_start = time.perf_counter()
+    model = oir.serde.serialize_model(built)
+    end = time.perf_counter()
+    timings = {"lowering": history[0].seconds, "passes": sum(r.seconds for r in history[1:]),
+               "hooks": hook_seconds, "emission": serialize_start - emit_start,
+               "serialization": end - serialize_start}
     compiled = CompiledModel(model, ir_graph, history, [v.name for v in ir_graph.inputs],
-                             [o.name for o in model.graph.output], time.perf_counter() - start,
+                             [o.name for o in model.graph.output], end - start, timings=timings,
                              input_variables=list(lowered.input_vars), rewrites=rewrites)
     if check_dynamic:
         shapes.check_dynamic(model, ir_graph, lowered.input_vars, lowered.output_vars,

@@ -188,13 +188,15 @@ class Graph:
     def __init__(self, name: str = "main"):
         self.name = name
         self.inputs: list[Value] = []
-        self.outputs: list[Value] = []
+        self.outputs: list[Value] = []  # a property: keeps the set behind replace_all_uses's check
         self.constants: dict[str, Value] = {}
         self._input_names: set[str] = set()
         self._next_suffix: dict[str, int] = {}  # keeps constant-name uniquing O(1) amortized
         self._head: Node | None = None
         self._tail: Node | None = None
         self._num_nodes = 0
+        self._op_counts: dict[str, int] = {}  # op name -> nodes of this graph with it
+        self._nested: dict[Node, None] = {}  # the nodes of this graph with nested graphs
 
     # -- inputs, outputs, constants ---------------------------------------
     def add_input(self, type: TensorType, name: str) -> Value:
@@ -256,6 +258,20 @@ class Graph:
 
     def __len__(self) -> int:
         return self._num_nodes
+
+    def op_count(self, op: str) -> int:
+        """How many nodes of this graph (nested graphs not included) have op
+        ``op``. O(1): the graph keeps an index of op names."""
+        return self._op_counts.get(op, 0)
+
+    def contains_op(self, *ops: str, nested: bool = True) -> bool:
+        """Whether a node of this graph (and, with ``nested``, of any nested
+        graph) has one of ``ops``. Costs O(len(ops)) per graph visited, not
+        a scan of the nodes: passes call it to return at once when their
+        ops are absent."""
+        if any(self._op_counts.get(op) for op in ops):
+            return True
+        return nested and any(sub.contains_op(*ops) for node in self._nested for sub in node.subgraphs.values())
 
     def create_node(self, op: str, inputs: Sequence[Value], attrs: dict[str, Any] | None = None,
                     output_types: Sequence[TensorType] | None = None, *,
@@ -319,7 +335,8 @@ class Graph:
 
     def replace_all_uses(self, old: Value, new: Value) -> None:
         """Make every reader of ``old`` (node inputs and graph outputs) read
-        ``new`` instead.
+        ``new`` instead. O(uses of ``old``); the output list is only
+        rewritten when ``old`` is among the outputs (O(1) check).
 
         Provenance: when ``old`` is a node output, ``new``'s producer adds
         ``old``'s producer's origins to its own, and the nodes computing
@@ -332,7 +349,22 @@ class Graph:
             inherit_origins(new, old.producer.origins)
         for use in old.uses():
             use.node.set_input(use.index, new)
-        self.outputs = [new if v is old else v for v in self.outputs]
+        if old in self._output_set:
+            self.outputs = [new if v is old else v for v in self.outputs]
+
+    def is_output(self, value: Value) -> bool:
+        """Whether ``value`` is one of the graph's outputs (O(1))."""
+        return value in self._output_set
+
+    @property
+    def outputs(self) -> list[Value]:
+        """The graph's outputs, in order (assign a new list to change them)."""
+        return self._outputs
+
+    @outputs.setter
+    def outputs(self, values: Sequence[Value]) -> None:
+        self._outputs = list(values)
+        self._output_set = set(self._outputs)
 
     def move_before(self, anchor: Node, node: Node) -> None:
         """Move ``node`` (already in the graph) to just before ``anchor``."""
@@ -358,6 +390,9 @@ class Graph:
         else:
             nxt._prev = node
         self._num_nodes += 1
+        self._op_counts[node.op] = self._op_counts.get(node.op, 0) + 1
+        if node.subgraphs:
+            self._nested[node] = None
 
     def _unlink(self, node: Node) -> None:
         self._check_owned(node)
@@ -371,6 +406,8 @@ class Graph:
             node._next._prev = node._prev
         node.graph = None
         self._num_nodes -= 1
+        self._op_counts[node.op] -= 1
+        self._nested.pop(node, None)
 
     def __str__(self) -> str:
         from ir.printer import print_graph

@@ -43,7 +43,7 @@ class IRParseError(ValueError):
 class Token(NamedTuple):
     """One token: its kind, its text and its offset in the source."""
 
-    kind: str  # number, ident, string, value, gname, b64, punct, op, eof
+    kind: str  # number, ident, string, value, gname, b64, digest, punct, op, eof
     text: str
     pos: int
 
@@ -52,6 +52,7 @@ _QUOTED = r'"(?:[^"\\\n]|\\.)*"'
 _TOKEN = re.compile(rf"""
     (?P<ws>(?:[ \t\r\n]+|\#[^\n]*)+)
   | (?P<b64>base64"[A-Za-z0-9+/=]*")
+  | (?P<digest><[^<>\n]*>)
   | (?P<value>%(?:[A-Za-z0-9_.]+|{_QUOTED}))
   | (?P<gname>@(?:[A-Za-z0-9_.]+|{_QUOTED}))
   | (?P<number>[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf\b|nan\b))
@@ -278,6 +279,10 @@ class _Parser:
             if len(raw) != t.size * dtype.itemsize:
                 self.fail(f"base64 data has {len(raw)} bytes, {t} needs {t.size * dtype.itemsize}", start.pos)
             return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(t.shape)
+        if start.kind == "digest":
+            self.fail(f"constant {start.text} is abbreviated to a digest, which does not hold its data; "
+                      "print the graph with full_weights=True (compile_to_onnx(..., full_weights=True)) "
+                      "to get text that parses", start.pos)
         nested = self.element_list(t.dtype)
         try:
             return np.array(nested, dtype=dtype)

@@ -26,8 +26,13 @@ its name hint (sanitized to ``[A-Za-z0-9_.]``) made unique within the whole
 text by a ``_1``, ``_2`` suffix, or a number when it has no hint. Names are
 made only here, as in JAX's jaxpr printer. A name that is not a plain token
 prints as a quoted string (``%"a b"``). Constants of up to 16 elements print
-as (nested) lists of shortest round-trip literals, bigger or empty ones as
-base64 of their little-endian C-order bytes.
+as (nested) lists of shortest round-trip literals, empty ones as ``base64""``,
+bigger ones as base64 of their little-endian C-order bytes (``full_weights=True``,
+the default of ``print_graph``) or as a digest ``<64x64 f32 sha256:1a2b3c4d5e6f>``
+(shape, dtype and the first 12 hex digits of the SHA-256 of those bytes), which
+identifies the data without holding it: the form of the driver's history and
+``dump_ir`` files unless full weights are asked for. The parser refuses a digest
+(the data is not there).
 
 The printer never fails on malformed IR (the verifier uses it to show the IR
 around an error): unknown values are named where first seen.
@@ -36,6 +41,7 @@ around an error): unknown values are named where first seen.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -46,7 +52,8 @@ import numpy as np
 from ir.core import Graph, Node, Value
 from ir.types import DType
 
-MAX_LITERAL_SIZE = 16  # constants with more elements print as base64
+MAX_LITERAL_SIZE = 16  # constants with more elements print as base64 or a digest
+DIGEST_HEX_DIGITS = 12  # SHA-256 prefix length of an abbreviated constant
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.]+")
 _UNSAFE_CHAR = re.compile(r"[^A-Za-z0-9_.]")
 INDENT = "  "
@@ -74,17 +81,26 @@ class PrintedIR:
         return "\n".join(self.lines) + "\n"
 
 
-def print_graph(graph: Graph) -> str:
-    """The text form of ``graph`` (ending in a newline). Linear in graph size."""
-    return format_graph(graph).text
+def print_graph(graph: Graph, *, full_weights: bool = True) -> str:
+    """The text form of ``graph`` (ending in a newline). Linear in graph size
+    (and in the constants' bytes).
+
+    Args:
+        graph: the graph to print.
+        full_weights: constants over ``MAX_LITERAL_SIZE`` elements print as
+            base64 (True: the text parses back) or as a digest
+            ``<shape dtype sha256:prefix>`` (False: short, not parseable).
+    """
+    return format_graph(graph, full_weights=full_weights).text
 
 
-def format_graph(graph: Graph) -> PrintedIR:
+def format_graph(graph: Graph, *, full_weights: bool = True) -> PrintedIR:
     """Print ``graph`` and record the line of every node, value and return
-    (see ``PrintedIR``). Linear in graph size."""
+    (see ``PrintedIR``). Linear in graph size. ``full_weights`` as in
+    ``print_graph``."""
     reserved: set[str] = set()
     _reserve_names(graph, reserved)
-    printer = _Printer(reserved)
+    printer = _Printer(reserved, full_weights)
     printer.emit(printer.graph(graph, "", ""))
     return printer.out
 
@@ -114,16 +130,33 @@ def format_attr(value: Any) -> str:
     return f"<{type(value).__name__} {value!r}>"
 
 
-def format_literal(array: np.ndarray) -> str:
-    """A constant's literal: a bare scalar, a nested list (1 to 16 elements) or
-    ``base64"..."`` of its little-endian C-order bytes."""
+def format_literal(array: np.ndarray, *, full_weights: bool = True) -> str:
+    """A constant's literal: a bare scalar, a nested list (1 to 16 elements),
+    ``base64"..."`` of its little-endian C-order bytes (empty, or bigger with
+    ``full_weights``), or else the digest ``<64x64 f32 sha256:1a2b3c4d5e6f>``."""
     if not isinstance(array, np.ndarray):
         return f"<not an array: {type(array).__name__}>"
     if 0 < array.size <= MAX_LITERAL_SIZE:
         flat = [_element_text(x, array.dtype) for x in array.reshape(-1)]
         return _nest(flat, array.shape)
+    if not full_weights and array.size:
+        return format_digest(array)
     little = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
     return 'base64"' + base64.b64encode(little.tobytes()).decode("ascii") + '"'
+
+
+def format_digest(array: np.ndarray) -> str:
+    """``<64x64 f32 sha256:1a2b3c4d5e6f>``: the shape (``x``-separated, ``scalar``
+    for 0-d), the IR dtype and a SHA-256 prefix of the little-endian C-order
+    bytes of ``array``, which names the data without holding it."""
+    little = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+    shape = "x".join(map(str, array.shape)) or "scalar"
+    try:
+        dtype = DType.from_numpy(array.dtype).value
+    except TypeError:
+        dtype = str(array.dtype)
+    digest = hashlib.sha256(little.reshape(-1).view(np.uint8)).hexdigest()[:DIGEST_HEX_DIGITS]
+    return f"<{shape} {dtype} sha256:{digest}>"
 
 
 def _element_text(x, dtype: np.dtype) -> str:
@@ -171,7 +204,8 @@ def _reserve_names(graph: Graph, reserved: set[str]) -> None:
 class _Printer:
     """One printing: the name table and the output lines."""
 
-    def __init__(self, reserved: set[str]):
+    def __init__(self, reserved: set[str], full_weights: bool = True):
+        self.full_weights = full_weights
         self.taken = set(reserved)
         self.next_suffix: dict[str, int] = {}
         self.next_number = 0
@@ -223,7 +257,7 @@ class _Printer:
         self.emit(f"{prefix}graph @{value_name_token(graph.name)}({inputs}) {{", *graph.inputs)
         inner = indent + INDENT
         for value in graph.constants.values():
-            self.emit(f"{inner}const {self.fixed(value)}: {value.type} = {format_literal(value.const)}", value)
+            self.emit(f"{inner}const {self.fixed(value)}: {value.type} = {format_literal(value.const, full_weights=self.full_weights)}", value)
         for node in graph:
             self.node(node, inner)
         returned = ", ".join(self.ref(v) for v in graph.outputs)

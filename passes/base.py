@@ -95,13 +95,24 @@ def resolve_passes(passes: Sequence[Pass | str]) -> list[Pass]:
 
 @dataclass(frozen=True)
 class PassRecord:
-    """What one pass did: its name, whether it changed the IR, how long it took
-    (seconds, wall clock) and the IR text after it."""
+    """What one stage (lowering or a pass) did.
+
+    Attributes:
+        name: the stage (``"lowered"`` or the pass's name).
+        changed: whether it changed the IR.
+        seconds: its wall time (the driver's hook not included).
+        nodes: the number of nodes of the top-level graph after it.
+        ir_text: the IR text after it, or None when the compilation was not
+            asked to keep it (``compile_to_onnx(keep_ir=True)`` or
+            ``dump_ir=``). The graph keeps changing after a stage, so its text
+            can only be taken then: it is never reconstructed later.
+    """
 
     name: str
     changed: bool
     seconds: float
-    ir_text: str
+    nodes: int = 0
+    ir_text: str | None = None
 
 
 AfterPassHook = Callable[[Pass, Graph, bool, float], None]

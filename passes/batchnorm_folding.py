@@ -112,10 +112,10 @@ def as_step(node: Node) -> tuple[Value, Step] | None:
 
 def walk(root: Node) -> tuple[Value, list[Step]]:
     """The chain ending at ``root``: its input value and its steps, first step first."""
-    outputs = set(root.graph.outputs)
+    graph = root.graph
     x, steps, node = root.output, [], root
     while node is not None and len(steps) < MAX_CHAIN:
-        if node is not root and (x.num_uses != 1 or x in outputs):
+        if node is not root and (x.num_uses != 1 or graph.is_output(x)):
             break
         found = as_step(node)
         if found is None:
@@ -158,7 +158,7 @@ def plan(root: Node):
         return f"{root.op} is not a per-channel step"
     constant = all(s.operand.const is not None for s in steps)
     conv = x.producer
-    if constant and conv is not None and conv.op == "conv" and x.num_uses == 1 and x not in root.graph.outputs:
+    if constant and conv is not None and conv.op == "conv" and x.num_uses == 1 and not root.graph.is_output(x):
         return fold_into_conv, x, steps
     bn = match_batch_norm(steps)
     if not isinstance(bn, str):
@@ -339,7 +339,7 @@ def fold_chain(rw: Rewriter, m: Match) -> Value | str:
     """The end of a per-channel affine chain -> folded conv or batch_norm (see the rules)."""
     root = m.root
     uses = root.output.uses()
-    if len(uses) == 1 and root.output not in root.graph.outputs:
+    if len(uses) == 1 and not root.graph.is_output(root.output):
         user = uses[0].node
         found = as_step(user)
         if found is not None and found[0] is root.output and not isinstance(plan(user), str):
@@ -353,7 +353,8 @@ def fold_chain(rw: Rewriter, m: Match) -> Value | str:
 
 RULES = RuleSet([
     # (conv(x) - mean) / sd * gamma + beta -> conv(x) with folded weights, or batch_norm(x)
-    *(Rule("channel-affine-chain", Op(op, Var(), Var()), fold_chain) for op in STEP_OPS),
+    *(Rule("channel-affine-chain", Op(op, Var(), Var()), fold_chain, guard=lambda n: as_step(n) is not None)
+      for op in STEP_OPS),
 ])
 
 

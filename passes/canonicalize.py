@@ -66,12 +66,23 @@ from passes.pattern import Op, Rewriter, Rule, RuleSet, Var, apply_rules
 NodeRule = Callable[[Rewriter, Node], "Value | str"]
 
 
-def on(op: str, fn: NodeRule) -> Rule:
+def on(op: str, fn: NodeRule, guard: Callable[[Node], bool] | None = None) -> Rule:
     """A rule of the pattern engine looking at every ``op`` node, whatever its
-    inputs, with ``fn(rw, node)`` deciding (named after ``fn``)."""
+    inputs, with ``fn(rw, node)`` deciding (named after ``fn``); ``guard``,
+    a cheap necessary condition for ``fn`` to fire (``Rule.guard``)."""
     code = fn.__code__
     return Rule(fn.__name__, Op(op, rest=Var()), lambda rw, m: fn(rw, m.root),
-                defined_at=f"{code.co_filename}:{code.co_firstlineno}")
+                defined_at=f"{code.co_filename}:{code.co_firstlineno}", guard=guard)
+
+
+def reads(op: str) -> Callable[[Node], bool]:
+    """Guard: some input of the node is computed by an ``op`` node."""
+    return lambda node: any(v.producer is not None and v.producer.op == op for v in node._inputs)
+
+
+def reads_constant(node: Node) -> bool:
+    """Guard: some input of the node is a graph constant."""
+    return any(v.const is not None for v in node._inputs)
 
 
 # -- pattern helpers -------------------------------------------------------
@@ -177,17 +188,17 @@ BROADCASTING_OPS = ("add", "sub", "mul", "div", "floor_div", "mod", "pow", "maxi
                     "and", "or", "xor", "eq", "ne", "lt", "le", "gt", "ge", "clip", "where")
 
 RULES = RuleSet([
-    *(on(op, bypass_leading_unsqueeze) for op in BROADCASTING_OPS),  # 1
+    *(on(op, bypass_leading_unsqueeze, reads("unsqueeze")) for op in BROADCASTING_OPS),  # 1
     on("cast", cast_to_same_dtype),                                   # 2
     on("transpose", identity_transpose),                              # 2
     on("reshape", reshape_to_same_shape),                             # 2
     on("squeeze", no_axes),                                           # 2
     on("unsqueeze", no_axes),                                         # 2
-    on("transpose", transpose_of_transpose),                          # 3
-    on("unsqueeze", unsqueeze_of_squeeze),                            # 4
-    on("squeeze", squeeze_of_unsqueeze),                              # 4
-    on("mul", mul_by_one),                                            # 5
-    on("div", div_by_one),                                            # 5
+    on("transpose", transpose_of_transpose, reads("transpose")),      # 3
+    on("unsqueeze", unsqueeze_of_squeeze, reads("squeeze")),          # 4
+    on("squeeze", squeeze_of_unsqueeze, reads("unsqueeze")),          # 4
+    on("mul", mul_by_one, reads_constant),                            # 5
+    on("div", div_by_one, reads_constant),                            # 5
 ])
 
 

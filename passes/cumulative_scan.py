@@ -55,15 +55,20 @@ class CumulativeScan(Pass):
         """Rewrite ``graph`` and, recursively, its nested graphs; new constants
         avoid the names of nested graphs and of ``enclosing`` graphs (a nested
         name may not repeat an enclosing one)."""
+        if not graph.contains_op("loop"):
+            return False  # O(1) per graph: the op index says there is no loop anywhere
         changed = False
         reserved = nested_names(graph) | enclosing
+        own = None  # the names a nested graph must avoid; rebuilt only after a rewrite adds constants
         for node in graph.nodes:
             match = _match(node) if node.op == "loop" else None
             if match is not None:
                 _replace(graph, node, *match, reserved)
                 changed = True
+                own = None
                 continue
-            own = enclosing | {v.name for v in graph.inputs} | set(graph.constants)
+            if node.subgraphs and own is None:
+                own = enclosing | {v.name for v in graph.inputs} | set(graph.constants)
             for sub in node.subgraphs.values():
                 changed |= self._run(sub, own)
         return changed

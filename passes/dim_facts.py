@@ -102,6 +102,9 @@ def dim_source(value: Value, axis: int, budget: _Budget | None = None) -> Any:
     ``expand`` says, else the input's token through a single-input op that
     keeps its input's shape (``exp``, ``cast``, ``softmax``...), else
     ``DimOf(value, axis)``."""
+    declared = value.shape[axis]
+    if isinstance(declared, int):
+        return declared  # a static dim is final: re-inference could only agree
     budget = budget or _Budget()
     d = known_shape(value, budget)[axis]
     if d is not None:

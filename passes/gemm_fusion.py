@@ -47,10 +47,8 @@ def matmul_add(rw: Rewriter, m: Match) -> Value | str:
         return f"not a 2-D product: {a.type} @ {b.type}"
     if c.rank > 2:
         return f"the addend {c.type} has rank > 2"
-    dims = [dim_source(product, i) for i in range(2)]
-    for i, d in enumerate(c.shape):
-        facing = dims[i + 2 - c.rank]
-        if d != 1 and dim_source(c, i) != facing:
+    for i, d in enumerate(c.shape):  # the product's dims are asked only where they matter
+        if d != 1 and dim_source(c, i) != dim_source(product, i + 2 - c.rank):
             return f"the addend {c.type} does not broadcast to the product {product.type} unchanged"
     return rw.add("gemm", [a, b, c])
 

@@ -50,6 +50,8 @@ class IfSinking(Pass):
     name = "if-sinking"
 
     def run(self, graph: Graph) -> bool:
+        if not graph.contains_op("if"):
+            return False  # the op index says there is no if, nested graphs included
         changed = False
         position = {node: k for k, node in enumerate(graph)}
         for node in graph.nodes:

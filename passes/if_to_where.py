@@ -60,6 +60,8 @@ class IfToWhere(Pass):
         return self._run(graph, "")
 
     def _run(self, graph: Graph, prefix: str) -> bool:
+        if not graph.contains_op("if"):
+            return False  # the op index says there is no if, nested graphs included
         changed = False
         reserved = nested_names(graph)
         for node in graph.nodes:

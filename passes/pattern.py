@@ -274,7 +274,7 @@ def _solve_all(patterns: Sequence[Pattern], values: Sequence[Value], m: Match,
 def _is_graph_output(value: Value, node: Node, outputs: set[Value] | None) -> bool:
     if outputs is not None:
         return value in outputs
-    return node.graph is not None and value in node.graph.outputs
+    return node.graph is not None and node.graph.is_output(value)
 
 
 class Rewriter:
@@ -318,12 +318,18 @@ RewriteFn = Callable[[Rewriter, Match], "Value | str"]
 class Rule:
     """A rewrite rule: a name, a root ``Op`` pattern and a rewrite function.
     ``defined_at`` (file:line) is filled in where the rule is constructed, so
-    debug output says which rule fired or missed."""
+    debug output says which rule fired or missed; ``guard`` is an optional
+    cheap precondition on the root node (see below)."""
 
     name: str
     pattern: Op
     rewrite: RewriteFn
     defined_at: str = ""
+    # A cheap necessary condition on the root node (e.g. "some input is a
+    # constant"): when it is False the rule surely declines, so
+    # ``apply_rules`` skips it without matching unless a trace or the debug
+    # log wants the reason. It must never be False where the rule fires.
+    guard: Callable[[Node], bool] | None = None
 
     def __post_init__(self):
         if not self.defined_at:
@@ -385,6 +391,14 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
     by_op: dict[str, list[Rule]] = {}
     for rule in rules:
         by_op.setdefault(rule.pattern.op, []).append(rule)
+    if not any(graph.op_count(op) for op in by_op):
+        return False  # no root op in the graph: O(number of root ops), no node visited
+    # Without a trace or debug log, a rule whose pattern's skeleton (ops,
+    # arities, constants; two levels deep) cannot fit is skipped before the
+    # full match builds its reasons for missing.
+    quick = trace is None and not log.isEnabledFor(logging.DEBUG)
+    # (rule, the ops its root's inputs must be produced by), per root op
+    checks = {op: [(rule, _child_ops(rule.pattern)) for rule in rules_of] for op, rules_of in by_op.items()}
     rw = Rewriter(graph)
     outputs = set(graph.outputs)  # kept up to date: only replace_all_uses below changes them
     work = deque(n for n in graph if n.op in by_op)
@@ -397,7 +411,13 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
         queued.discard(node)
         if node.graph is not graph:
             continue
-        for rule in by_op.get(node.op, ()):
+        rules_here = checks.get(node.op, ())
+        if quick and rules_here:
+            have = {v.producer.op for v in node._inputs if v.producer is not None}
+        for rule, needs in rules_here:
+            if quick and not (needs <= have and (rule.guard is None or rule.guard(node))
+                              and _may_match_node(rule.pattern, node, SKELETON_DEPTH)):
+                continue
             if session is not None and not session.allows():
                 return changed  # the opt-bisect budget is spent
             new = _try(rw, rule, node, trace, outputs, session)
@@ -422,6 +442,47 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
             changed = True
             break
     return changed
+
+
+SKELETON_DEPTH = 2  # pattern levels below the root the quick check looks at
+
+
+def _may_match_node(p: "Op", node: Node, depth: int) -> bool:
+    """False only if ``p`` surely cannot match ``node``: a wrong output count
+    or arity, or (``depth`` levels down) an input pattern that needs a
+    producer op or a constant the input does not have. Ignores bindings,
+    attributes, inner constraints and single use, so it never rejects a
+    match (the root's ``where`` is checked: it reads only the node)."""
+    n_in = len(node._inputs)
+    if len(node.outputs) != 1 or (n_in != len(p.inputs) and (p.rest is None or n_in < len(p.inputs))):
+        return False
+    if depth == SKELETON_DEPTH and p.where is not None and not p.where(node):
+        return False  # the root's own constraint (it reads no bindings)
+    if depth == 0:
+        return True
+    values = node._inputs
+    if all(_may_match_value(q, v, depth - 1) for q, v in zip(p.inputs, values)):
+        return True
+    return (len(p.inputs) == 2 and p.rest is None and get_op(p.op).commutative
+            and _may_match_value(p.inputs[0], values[1], depth - 1)
+            and _may_match_value(p.inputs[1], values[0], depth - 1))
+
+
+def _child_ops(p: "Op") -> frozenset[str]:
+    """The ops that must produce some input of a node ``p`` matches (its
+    direct ``Op`` children; ``AnyOf`` and the rest are not required)."""
+    return frozenset(q.op for q in p.inputs if isinstance(q, Op))
+
+
+def _may_match_value(p: Pattern, value: Value, depth: int) -> bool:
+    if isinstance(p, Op):
+        producer = value.producer
+        return producer is not None and producer.op == p.op and _may_match_node(p, producer, depth)
+    if isinstance(p, Const):
+        return value.const is not None
+    if isinstance(p, AnyOf):
+        return any(_may_match_value(q, value, depth) for q in p.alternatives)
+    return True  # Var, or a pattern class this check does not know
 
 
 def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None, outputs: set[Value],
@@ -476,12 +537,12 @@ def erase_dead(graph: Graph, nodes: Iterable[Node], outputs: set[Value] | None =
         The values that lost readers and are still there (graph inputs,
         constants, outputs of nodes left in the graph); a value may repeat.
     """
-    outputs = set(graph.outputs) if outputs is None else outputs
+    is_output = graph.is_output if outputs is None else outputs.__contains__
     stack = list(nodes)
     freed: list[Value] = []
     while stack:
         n = stack.pop()
-        if n.graph is not graph or any(out.num_uses or out in outputs for out in n.outputs):
+        if n.graph is not graph or any(out.num_uses or is_output(out) for out in n.outputs):
             continue
         freed.extend(n.inputs)
         stack.extend(v.producer for v in n.inputs if v.producer is not None)

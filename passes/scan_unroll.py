@@ -58,6 +58,8 @@ class ScanUnroll(Pass):
         return self._run(graph, "")
 
     def _run(self, graph: Graph, prefix: str) -> bool:
+        if not graph.contains_op("loop"):
+            return False  # the op index says there is no loop, nested graphs included
         changed = False
         reserved = nested_names(graph)
         worklist = [node for node in graph if node.subgraphs]

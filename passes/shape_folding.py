@@ -85,13 +85,13 @@ def _fold(graph: Graph, node: Node, values: ShapeValues) -> bool:
     folded = False
     for out in node.outputs:
         content = values.known.get(out)
-        if not is_static(content) or not (out.num_uses or out in graph.outputs):
+        if not is_static(content) or not (out.num_uses or graph.is_output(out)):
             continue
         array = np.array(content, dtype=out.dtype.numpy).reshape(out.shape)
         const = graph.add_constant(array, out.name or node.op)
         graph.replace_all_uses(out, const)
         folded = True
-    if folded and not any(out.num_uses or out in graph.outputs for out in node.outputs):
+    if folded and not any(out.num_uses or graph.is_output(out) for out in node.outputs):
         graph.erase(node)
     return folded
 

@@ -15,6 +15,15 @@ import pytensor
 from pytensor.compile.mode import Mode
 
 from compiler import compile_to_onnx
+
+# What the tests compile with: the full verifier after every stage, and the IR
+# text of every stage kept with its weights (so the lowered graph parses back).
+DEBUG_OPTIONS = {"verify_each_pass": True, "keep_ir": True, "full_weights": True}
+
+
+def compile_debug(*args, **options):
+    """``compile_to_onnx`` with ``DEBUG_OPTIONS`` (``options`` override them)."""
+    return compile_to_onnx(*args, **{**DEBUG_OPTIONS, **options})
 from ir.interpreter import evaluate
 from ir.parser import parse_graph
 from ir.printer import print_graph
@@ -62,7 +71,7 @@ def check_pytensor(inputs: Sequence, outputs, values: Sequence, *, rtol: float |
     outs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     values = [np.asarray(v) for v in values]
     want = reference if reference is not None else pytensor_reference(inputs, outs, values)
-    compiled = compile_to_onnx(list(inputs), passes=passes, outputs=outs, **compile_options)
+    compiled = compile_debug(list(inputs), passes=passes, outputs=outs, **compile_options)
     got_ort = compiled.run(*values)
     got_ir = evaluate(compiled.ir, values)
     history_first = parse_graph(compiled.history[0].ir_text)

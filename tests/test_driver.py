@@ -5,6 +5,7 @@ caller's PyTensor graph is never touched."""
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ except ImportError:  # PyTensor 2.x
 
 import passes.base
 from compiler import compile_to_onnx
-from ir.parser import parse_graph
+from ir.parser import IRParseError, parse_graph
 from ir.printer import print_graph
 from passes import DEFAULT_PIPELINE, Pass, get_pass, register_pass
 from passes.cse import CommonSubexpressionElimination
@@ -93,7 +94,7 @@ def test_default_pipeline_runs_when_passes_is_none():
 
 def test_empty_pass_list_runs_none():
     x, a, b, y = _affine()
-    compiled = compile_to_onnx([x], outputs=[y], passes=[])
+    compiled = compile_to_onnx([x], outputs=[y], passes=[], keep_ir=True, full_weights=True)
     assert [r.name for r in compiled.history] == ["lowered"]
     assert print_graph(compiled.ir) == compiled.history[0].ir_text
 
@@ -129,7 +130,7 @@ def test_a_duplicate_pass_name_is_an_error(monkeypatch):
 # -- dumps and history -----------------------------------------------------------
 def test_dump_ir_writes_one_parseable_file_per_stage(tmp_path):
     x, a, b, y = _affine()
-    compiled = compile_to_onnx([x], outputs=[y], dump_ir=tmp_path / "ir")
+    compiled = compile_to_onnx([x], outputs=[y], dump_ir=tmp_path / "ir", keep_ir=True, full_weights=True)
     files = sorted((tmp_path / "ir").iterdir())
     stages = ["lowered", *DEFAULT_PIPELINE]
     assert [f.name for f in files] == [f"{i:02d}-{s}.ir" for i, s in enumerate(stages)]
@@ -140,15 +141,45 @@ def test_dump_ir_writes_one_parseable_file_per_stage(tmp_path):
     assert compiled.history[-1].ir_text == print_graph(compiled.ir)
 
 
-def test_history_records_each_stage():
+def _big_weight_model():
+    """``x @ W`` with a float32 shared ``W`` of 4x5 = 20 elements (over the
+    16-element literal limit)."""
+    x = pt.matrix("x", dtype="float32")
+    W = pytensor.shared(np.arange(20, dtype=np.float32).reshape(4, 5), name="W")
+    return x, x @ W
+
+
+def test_dumps_abbreviate_big_weights_unless_full_weights_are_asked_for(tmp_path):
+    x, y = _big_weight_model()
+    compile_to_onnx([x], outputs=[y], passes=[], dump_ir=tmp_path / "short")
+    compile_to_onnx([x], outputs=[y], passes=[], dump_ir=tmp_path / "full", full_weights=True)
+    short = (tmp_path / "short" / "00-lowered.ir").read_text()
+    full = (tmp_path / "full" / "00-lowered.ir").read_text()
+    digest = hashlib.sha256(np.arange(20, dtype="<f4").tobytes()).hexdigest()[:12]
+    assert f"const %W: f32[4,5] = <4x5 f32 sha256:{digest}>" in short
+    assert 'const %W: f32[4,5] = base64"' in full
+    assert print_graph(parse_graph(full)) == full
+    with pytest.raises(IRParseError, match="abbreviated to a digest.*full_weights=True"):
+        parse_graph(short)
+
+
+def test_history_records_each_stage_without_text_by_default():
     x, a, b, y = _affine()
     compiled = compile_to_onnx([x], outputs=[y], passes=["dce", "dce"])
     lowered, first, second = compiled.history
     assert (lowered.name, lowered.changed) == ("lowered", True)
     assert first.name == second.name == "dce"
     assert second.changed is False  # nothing left to remove the second time
-    assert all(r.seconds >= 0 and isinstance(r.ir_text, str) and r.ir_text.startswith("graph @main(")
-               for r in compiled.history)
+    assert all(r.seconds >= 0 and r.ir_text is None for r in compiled.history)
+    assert [r.nodes for r in compiled.history] == [len(compiled.ir)] * 3
+    assert set(compiled.timings) == {"lowering", "passes", "hooks", "emission", "serialization"}
+
+
+def test_history_keeps_each_stage_text_when_asked():
+    x, a, b, y = _affine()
+    compiled = compile_to_onnx([x], outputs=[y], passes=["dce", "dce"], keep_ir=True)
+    assert all(isinstance(r.ir_text, str) and r.ir_text.startswith("graph @main(") for r in compiled.history)
+    assert compiled.history[-1].ir_text == print_graph(compiled.ir)
 
 
 # -- the compiled model ------------------------------------------------------------

@@ -88,5 +88,14 @@ def test_the_verifier_catches_a_broken_pass_between_passes(monkeypatch, broken, 
     x = pt.vector("x", dtype="float32")
     y = pt.exp(x) * np.float32(3)
     with pytest.raises(VerificationError, match=expected) as info:
-        compile_to_onnx([x], outputs=[y], passes=["canonicalize", broken.name, "dce"])
+        compile_to_onnx([x], outputs=[y], passes=["canonicalize", broken.name, "dce"], verify_each_pass=True)
     assert "\n>> " in str(info.value), "the message shows the IR with the failing line marked"
+
+
+def test_the_default_structural_check_catches_a_broken_structure_after_the_passes(monkeypatch):
+    monkeypatch.setattr(passes.base, "_PASSES", dict(passes.base._PASSES))
+    register_pass(UnlinkLastNode)
+    x = pt.vector("x", dtype="float32")
+    y = pt.exp(x) * np.float32(3)
+    with pytest.raises(VerificationError, match=r"after the passes: %\S+ has a dangling use: a mul node"):
+        compile_to_onnx([x], outputs=[y], passes=["canonicalize", UnlinkLastNode.name])

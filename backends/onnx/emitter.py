@@ -31,7 +31,17 @@ PRODUCER = "pytensor-onnx"
 def emit_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float64_conv: str = "exact",
                silu: str = "auto", gelu: str = "function", max_pool_nan: str = "native",
                value_info: bool = False) -> onnx.ModelProto:
-    """Emit ``graph`` as an ONNX model.
+    """Emit ``graph`` as an ONNX model: ``build_model`` serialized with
+    ``onnx_ir.serde.serialize_model`` (same arguments, errors and result)."""
+    return oir.serde.serialize_model(build_model(graph, opset=opset, numerics=numerics, float64_conv=float64_conv,
+                                                 silu=silu, gelu=gelu, max_pool_nan=max_pool_nan,
+                                                 value_info=value_info))
+
+
+def build_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float64_conv: str = "exact",
+                silu: str = "auto", gelu: str = "function", max_pool_nan: str = "native",
+                value_info: bool = False) -> oir.Model:
+    """Build ``graph`` as an onnx_ir ``Model`` (not yet serialized).
 
     Args:
         graph: a verified IR graph (control-flow ops included).
@@ -43,7 +53,7 @@ def emit_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float64
             ``value_info``), symbolic dims included.
 
     Returns:
-        An ``onnx.ModelProto`` (IR version 10) that computes, for each graph
+        An ``onnx_ir.Model`` (IR version 10) that computes, for each graph
         output, what ``ir.interpreter.evaluate`` computes.
 
     Raises:
@@ -92,9 +102,8 @@ def emit_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float64
     opsets = {"": opset} | ({FUNCTION_DOMAIN: FUNCTION_DOMAIN_VERSION} if ctx.functions else {})
     onnx_graph = oir.Graph(inputs, outputs, nodes=ctx.nodes, initializers=ctx.initializers,
                            opset_imports=opsets, name=graph.name)
-    model = oir.Model(onnx_graph, ir_version=IR_VERSION, producer_name=PRODUCER,
-                      functions=list(ctx.functions.values()))
-    return oir.serde.serialize_model(model)
+    return oir.Model(onnx_graph, ir_version=IR_VERSION, producer_name=PRODUCER,
+                     functions=list(ctx.functions.values()))
 
 
 def emit_nodes(ctx: EmitContext, graph: Graph, env: dict[Value, oir.Value]) -> None:

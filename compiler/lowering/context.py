@@ -21,6 +21,9 @@ class LoweringContext:
         values: PyTensor Variable -> IR Value, for every variable lowered so far.
         source: the source line (``file:line``) of the node being lowered.
         op_label: the printed PyTensor op of the node being lowered.
+        memo: per-lowering caches of the rules, keyed by their own tuples
+            (e.g. the scalar ``Apply`` of an ``Elemwise`` per scalar op and
+            input dtypes, so it is built once, not per node).
     """
 
     def __init__(self, graph: Graph):
@@ -28,6 +31,7 @@ class LoweringContext:
         self.values: dict[Any, Value] = {}
         self.source: str | None = None
         self.op_label: str | None = None
+        self.memo: dict[tuple, Any] = {}
         self._const_cache: dict[tuple, Value] = {}
 
     # -- reading inputs ----------------------------------------------------

@@ -98,6 +98,7 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main") -> L
                            + ", ".join(str(v) for v in missing))
 
     used_names: set[str] = set()
+    next_suffix: dict[str, int] = {}
     input_vars, baked = [], []
     for i, var in enumerate(list(spec.inputs) + extra_shared):
         is_shared = var in spec.shared_inputs or isinstance(var, SharedVariable)
@@ -106,10 +107,10 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main") -> L
         if is_shared and bake_shared:
             value = var.get_value(borrow=True)
             ctx.values[var] = graph.add_constant(value.astype(ir_dtype(var).numpy, copy=False),
-                                                 _unique(sanitize_name(var.name) or "shared", used_names))
+                                                 _unique(sanitize_name(var.name) or "shared", used_names, next_suffix))
             baked.append(var)
             continue
-        name = _unique(sanitize_name(var.name) or f"input{i}", used_names)
+        name = _unique(sanitize_name(var.name) or f"input{i}", used_names, next_suffix)
         ctx.values[var] = graph.add_input(ir_type(var, [f"{name}_dim{a}" for a in range(var.type.ndim)]), name)
         input_vars.append(var)
 
@@ -165,8 +166,12 @@ def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence,
 def _refine(var, value: Value, node, source) -> Value:
     """Check ``value`` against PyTensor's type of ``var`` and adopt the static
     dims PyTensor knows."""
-    want = ir_type(var)
     t = value.type
+    static = getattr(var.type, "shape", ())
+    if t.dtype == ir_dtype(var) and len(t.shape) == len(static) and all(
+            b is None or a == b for a, b in zip(t.shape, static)):
+        return value  # the common case: nothing to check further, nothing to adopt
+    want = ir_type(var)
     if t.dtype != want.dtype or t.rank != want.rank or not all(
             dims_compatible(a, b) for a, b in zip(t.shape, want.shape)):
         raise LoweringError(f"lowering {op_label(node.op)} gave {t}, PyTensor says {want}"
@@ -189,7 +194,8 @@ def source_line(node) -> str | None:
             frames = trace[0] if isinstance(trace[0], list) else trace
             frames = [f for f in frames if not str(f[0]).startswith(_LIBRARY_DIRS)] or frames
             if frames:
-                f = frames[-1]
+                # the last frame outside PyTensor, else the last frame
+                f = next((f for f in reversed(frames) if not str(f[0]).startswith(_PYTENSOR_DIR)), frames[-1])
                 return f"{f[0]}:{f[1]}" + (f" ({f[3].strip()})" if len(f) > 3 and f[3] else "")
     return None
 
@@ -204,10 +210,13 @@ def op_label(op) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _unique(name: str, used: set[str]) -> str:
-    out, i = name, 1
+def _unique(name: str, used: set[str], next_suffix: dict[str, int]) -> str:
+    """``name``, or ``name_<i>`` with the first free ``i``; ``next_suffix``
+    remembers where to resume per name, so n equal names cost O(n), not O(n^2)."""
+    out, i = name, next_suffix.get(name, 1)
     while out in used:
         out = f"{name}_{i}"
         i += 1
+    next_suffix[name] = i
     used.add(out)
     return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import passes.cumulative_scan  # noqa: F401  (registers cumulative-scan)
-from compiler import compile_to_onnx
+from tests.helpers import compile_debug
 from passes.cumulative_scan import CumulativeScan
 from tests.control_flow.helpers import check, onnx_ops
 from tests.passes.helpers import check_pass
@@ -63,7 +63,7 @@ def test_a_broadcasting_accumulation_is_left_alone():
 
 def test_the_cumsum_scan_exports_as_cumsum(default):
     m = default.model("cumsum")
-    compiled = compile_to_onnx(m.inputs, outputs=m.outputs, passes=["cumulative-scan", "canonicalize",
+    compiled = compile_debug(m.inputs, outputs=m.outputs, passes=["cumulative-scan", "canonicalize",
                                                                      "constant-folding", "cse", "dce"])
     ops = onnx_ops(compiled.model)
     assert "CumSum" in ops and "Loop" not in ops and "Scan" not in ops

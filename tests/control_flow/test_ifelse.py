@@ -13,7 +13,7 @@ from pytensor.ifelse import ifelse
 import passes.if_sinking  # noqa: F401  (registers the passes)
 import passes.if_to_where  # noqa: F401
 import passes.scan_unroll  # noqa: F401
-from compiler import compile_to_onnx
+from tests.helpers import compile_debug
 from passes.if_sinking import IfSinking
 from passes.if_to_where import IfToWhere
 from tests.control_flow import models
@@ -135,7 +135,7 @@ def test_ifelse_outside_a_scan_becomes_a_lazy_if(default):
     """After sinking, each branch computes its own reductions inside the
     ONNX If; PyTensor, onnxruntime and the interpreter agree on both sides."""
     m = default.model("ifelse_outside")
-    compiled = compile_to_onnx(m.inputs, outputs=m.outputs, passes=["if-sinking", "if-to-where", "dce"])
+    compiled = compile_debug(m.inputs, outputs=m.outputs, passes=["if-sinking", "if-to-where", "dce"])
     top = [n.op_type for n in compiled.model.graph.node]
     assert "If" in top and "Exp" not in top and "ReduceMax" not in top
     for T in (3, 8):
@@ -146,7 +146,7 @@ def test_ifelse_outside_a_scan_becomes_a_lazy_if(default):
 
 def test_ifelse_inside_an_unrolled_scan_becomes_where(default):
     m = models.ifelse_inside(6)
-    compiled = compile_to_onnx(m.inputs, outputs=m.outputs,
+    compiled = compile_debug(m.inputs, outputs=m.outputs,
                                passes=["scan-unroll", "if-sinking", "if-to-where", "cse", "dce"])
     ops = onnx_ops(compiled.model)
     assert "If" not in ops and "Loop" not in ops
@@ -161,7 +161,7 @@ def test_ifelse_of_several_outputs_with_a_non_bool_condition():
     x = pt.dvector("x")
     a, b = ifelse(k, [x * 2.0, x.sum()], [x - 1.0, x.max()])
     fn = pytensor.function([k, x], [a, b], mode=C_MODE)
-    compiled = compile_to_onnx(fn, passes=["if-sinking", "dce"])
+    compiled = compile_debug(fn, passes=["if-sinking", "dce"])
     for kv in (0, 3):
         values = [np.int32(kv), np.array([1.0, -2.0, 0.5])]
         check(compiled, values, [np.asarray(r) for r in fn(*values)], f"k={kv}")

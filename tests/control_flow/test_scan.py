@@ -17,7 +17,7 @@ import pytensor
 import pytest
 
 import passes.scan_unroll  # noqa: F401  (registers scan-unroll)
-from compiler import compile_to_onnx
+from tests.helpers import compile_debug
 from passes.scan_unroll import DEFAULT_MAX_TRIP_COUNT
 from tests.control_flow import models
 from tests.control_flow.helpers import C_MODE, check, onnx_ops
@@ -32,7 +32,7 @@ SEQUENCE_MODELS = ["cumsum", "elman", "gru", "lstm", "two_taps", "backwards", "i
 @pytest.mark.parametrize("name", [b.__name__ for b in models.ALL])
 def test_raw_graph(default, name):
     m = default.model(name)
-    compiled = compile_to_onnx(m.inputs, outputs=m.outputs, passes=LOOP_PASSES)
+    compiled = compile_debug(m.inputs, outputs=m.outputs, passes=LOOP_PASSES)
     check(compiled, m.values(5), default.reference(name, 5), f"{name} (raw graph)")
 
 
@@ -41,7 +41,7 @@ def test_compiled_functions(request, mode):
     """All models in one compiled function: inplace scans, BLAS ops in the
     bodies, save-memory buffers and untraced states, as each mode rewrites."""
     bundle = request.getfixturevalue(mode)
-    compiled = compile_to_onnx(bundle.fn, passes=LOOP_PASSES)
+    compiled = compile_debug(bundle.fn, passes=LOOP_PASSES)
     values = bundle.values(5)
     want = [np.asarray(r) for r in bundle.fn(*values)]
     check(compiled, values, want, f"all models compiled in {mode}")
@@ -50,7 +50,7 @@ def test_compiled_functions(request, mode):
 @pytest.mark.parametrize("name", SEQUENCE_MODELS)
 def test_symbolic_length_is_one_loop_at_any_length(default, name):
     m = default.model(name)
-    compiled = compile_to_onnx(m.inputs, outputs=m.outputs, passes=UNROLL_PASSES)
+    compiled = compile_debug(m.inputs, outputs=m.outputs, passes=UNROLL_PASSES)
     assert onnx_ops(compiled.model).count("Loop") == 1 and "Scan" not in onnx_ops(compiled.model)
     for T in (1, 5, 200):
         check(compiled, m.values(T), default.reference(name, T), f"{name} at T={T}")
@@ -60,7 +60,7 @@ def test_symbolic_length_is_one_loop_at_any_length(default, name):
 def test_fixed_length_unrolls(default, name):
     T = 7
     m = getattr(models, name)(T)
-    compiled = compile_to_onnx(m.inputs, outputs=m.outputs, passes=UNROLL_PASSES)
+    compiled = compile_debug(m.inputs, outputs=m.outputs, passes=UNROLL_PASSES)
     ops = onnx_ops(compiled.model)
     assert "Loop" not in ops and "Scan" not in ops, ops
     check(compiled, m.values(T), default.reference(name, T), f"{name} at fixed T={T}")
@@ -70,7 +70,7 @@ def test_while_loops_stay_loops(default):
     """A while loop (``until``) has no fixed trip count: it stays a Loop
     whose stacked outputs have the length of the iterations run."""
     m = default.model("newton_until")
-    compiled = compile_to_onnx(m.inputs, outputs=m.outputs, passes=UNROLL_PASSES)
+    compiled = compile_debug(m.inputs, outputs=m.outputs, passes=UNROLL_PASSES)
     assert onnx_ops(compiled.model).count("Loop") == 1
     for y in (2, 40):
         want = default.reference("newton_until", y)
@@ -82,7 +82,7 @@ def test_while_loops_stay_loops(default):
 def test_rnn_at_50_steps_unrolled_and_as_a_loop(default, T, unrolled):
     assert 50 <= DEFAULT_MAX_TRIP_COUNT
     m = models.elman(T)
-    compiled = compile_to_onnx(m.inputs, outputs=m.outputs, passes=UNROLL_PASSES)
+    compiled = compile_debug(m.inputs, outputs=m.outputs, passes=UNROLL_PASSES)
     assert ("Loop" in onnx_ops(compiled.model)) is not unrolled
     check(compiled, m.values(50), default.reference("elman", 50), f"elman, T=50, unrolled={unrolled}")
 
@@ -92,7 +92,7 @@ def test_compiled_function_with_a_fixed_length_unrolls(c_mode):
     trip count is a constant once shapes are static)."""
     m = models.gru(6)
     fn = pytensor.function(m.inputs, m.outputs, mode=C_MODE)
-    compiled = compile_to_onnx(fn, passes=UNROLL_PASSES)
+    compiled = compile_debug(fn, passes=UNROLL_PASSES)
     assert "Loop" not in onnx_ops(compiled.model)
     values = m.values(6)
     check(compiled, values, [np.asarray(r) for r in fn(*values)], "gru compiled at fixed T=6")

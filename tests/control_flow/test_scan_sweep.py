@@ -13,7 +13,7 @@ from pytensor.scan import scan
 from pytensor.scan.utils import until
 
 import passes.scan_unroll  # noqa: F401  (registers scan-unroll)
-from compiler import compile_to_onnx
+from tests.helpers import compile_debug
 from tests.control_flow.helpers import C_MODE, check
 
 pytestmark = pytest.mark.slow
@@ -73,5 +73,5 @@ def test_scan_form(name, mode, unroll):
     want = [np.asarray(r) for r in fn(*values)]
     passes = ["canonicalize", "constant-folding", "scan-unroll", "cse", "dce"] if unroll else None
     source = dict(graph=inputs, outputs=outputs) if mode == "raw" else dict(graph=fn)
-    compiled = compile_to_onnx(passes=passes, **source)
+    compiled = compile_debug(passes=passes, **source)
     check(compiled, values, want, f"{name} ({mode})", tolerance=1e-5 if name.startswith("float32") else 1e-12)

@@ -221,3 +221,38 @@ graph @main(%x: f32[4]) {
     with pytest.raises(ValueError, match="split has 2 outputs, not one"):
         node.output
     assert [v.index for v in node.outputs] == [0, 1] and all(v.producer is node for v in node.outputs)
+
+
+def test_the_op_index_follows_insertions_and_erasures():
+    g, x, a, b, c = chain()
+    assert (g.op_count("exp"), g.op_count("neg"), g.op_count("sin")) == (1, 1, 0)
+    assert g.contains_op("sin", "neg") and not g.contains_op("sin", "cos")
+    s = g.add("sin", [x], name="s", before=b.producer)
+    assert g.op_count("sin") == 1 and g.contains_op("sin")
+    g.replace_all_uses(s, x)
+    g.erase(s.producer)
+    assert g.op_count("sin") == 0 and not g.contains_op("sin")
+    verify(g)
+
+
+def test_contains_op_looks_into_nested_graphs():
+    g = parse_graph("""\
+graph @main(%x: f32[], %c: bool[]) {
+  %y: f32[] = if(%c, %x) (then: graph @then(%a: f32[]) {
+    %s: f32[] = sin(%a)
+    return %s
+  }, else: graph @else(%b: f32[]) {
+    return %b
+  })
+  return %y
+}
+""")
+    assert g.op_count("sin") == 0
+    assert g.contains_op("sin") and not g.contains_op("sin", nested=False)
+
+
+def test_is_output_follows_replaced_outputs():
+    g, x, a, b, c = chain()
+    assert g.is_output(c) and g.is_output(a) and not g.is_output(b)
+    g.replace_all_uses(a, b)
+    assert not g.is_output(a) and g.is_output(b) and g.outputs == [c, b]

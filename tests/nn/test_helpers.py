@@ -14,7 +14,8 @@ import pytest
 import scipy.signal
 from pytensor.gradient import verify_grad
 
-from compiler import compile_to_onnx, nn
+from compiler import nn
+from tests.helpers import compile_debug
 from tests.helpers import REFERENCE_MODE, check_pytensor, pytensor_reference
 from tests.nn import ir_reference, lowered_ops, onnx_ops, pads
 
@@ -304,6 +305,6 @@ def test_a_compiled_function_holds_the_inlined_graph_and_still_compiles():
     y = nn.max_pool2d(nn.relu(nn.conv2d(x, f32(4, 3, 3, 3), f32(4), padding=1)), 2)
     fn = pytensor.function([x], y, mode=REFERENCE_MODE)
     assert not any(isinstance(node.op, nn.NNOp) for node in fn.maker.fgraph.apply_nodes)
-    compiled = compile_to_onnx(fn)
+    compiled = compile_debug(fn)
     xv = f32(3, 3, 6, 6)
     np.testing.assert_allclose(compiled.run(xv)[0], fn(xv), rtol=1e-5, atol=1e-5)

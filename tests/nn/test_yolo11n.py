@@ -22,7 +22,7 @@ SIZE = 64  # the smallest input with all three detection levels at 2x2 and more
 @pytest.fixture(scope="module")
 def model():
     images, out, _ = yolo11n.build_pytensor(seed=0, image_size=SIZE)
-    return images, out, compile_to_onnx([images], outputs=[out])
+    return images, out, compile_to_onnx([images], outputs=[out], keep_ir=True, full_weights=True)
 
 
 def image():

@@ -622,3 +622,50 @@ def test_apply_rules_is_linear_in_graph_size():
     assert apply_rules(g, [Rule("max0", Op("maximum", x, ConstEq(0)), counting)])
     assert len(calls) == 1000 and {n.op for n in g} == {"relu"}
     np.testing.assert_array_equal(evaluate(g, [np.array([-1.0, 2.0], np.float32)])[0], [0.0, 2.0])
+
+
+# -- skipping rules that cannot fire ------------------------------------------------
+GUARDED = """\
+graph @main(%x: f32[3]) {
+  %a: f32[3] = exp(%x)
+  %y: f32[3] = mul(%a, %x)
+  return %y
+}
+"""
+
+
+def _counting_rule(pattern: Op, guard=None) -> tuple[Rule, list]:
+    calls: list = []
+
+    def decline(rw, m):
+        calls.append(m.root.op)
+        return "declines on purpose"
+
+    return Rule("counting", pattern, decline, guard=guard), calls
+
+
+@pytest.mark.parametrize("pattern, guard", [
+    (Op("mul", Op("sigmoid", Var()), Var()), None),    # no input is produced by sigmoid
+    (Op("mul", Const(), Var()), None),                 # no input is a constant
+    (Op("mul", Op("exp", Op("neg", Var())), Var()), None),  # exp's input is not a neg (two levels down)
+    (Op("mul", Var(), Var()), lambda node: False),     # the guard says no
+])
+def test_a_rule_that_cannot_fire_is_skipped_unless_a_trace_wants_the_reason(pattern, guard):
+    rule, calls = _counting_rule(pattern, guard)
+    rewrite([rule], GUARDED, None)
+    assert calls == [], "skipped before matching"
+    trace: list[Miss] = []
+    rewrite([rule], GUARDED, None, trace=trace)
+    assert [m.rule for m in trace] == ["counting"], "with a trace, the miss and its reason are recorded"
+
+
+def test_a_rule_that_may_fire_is_matched():
+    rule, calls = _counting_rule(Op("mul", Op("exp", Var()), Var()), guard=lambda node: True)
+    rewrite([rule], GUARDED, None)
+    assert calls == ["mul"]
+
+
+def test_rules_whose_root_op_is_absent_visit_no_node():
+    rule, calls = _counting_rule(Op("div", Var(), Var()))
+    g = graph_of(GUARDED)
+    assert apply_rules(g, [rule]) is False and calls == []

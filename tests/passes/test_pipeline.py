@@ -12,7 +12,7 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 
-from compiler import compile_to_onnx
+from tests.helpers import compile_debug
 from ir.interpreter import evaluate
 from ir.parser import parse_graph
 from passes import DEFAULT_PIPELINE, registered_passes, resolve_passes
@@ -92,7 +92,7 @@ def test_mlp_from_the_raw_graph():
 def test_mlp_from_a_default_mode_function():
     x, probs, shared, values = _mlp()
     fn = pytensor.function([x], probs)
-    compiled = compile_to_onnx(fn)
+    compiled = compile_debug(fn)
     _check_mlp_model(compiled, shared)
     (got,) = compiled.run(values)
     assert_same(got, np.asarray(fn(values)), rtol=1e-6, atol=1e-6, what="onnxruntime vs pytensor.function")
@@ -102,7 +102,7 @@ def test_mlp_from_a_default_mode_function():
 def test_pipeline_preserves_numbers_and_reaches_a_fixpoint(source):
     x, probs, shared, values = _mlp()
     graph = [x] if source == "raw" else pytensor.function([x], probs)
-    compiled = compile_to_onnx(graph, outputs=[probs] if source == "raw" else None)
+    compiled = compile_debug(graph, outputs=[probs] if source == "raw" else None)
     lowered = parse_graph(compiled.history[0].ir_text)
     assert_same_numbers(lowered, compiled.ir, sizes={"x_dim0": BATCH, "x_dim1": N_IN})
     np.testing.assert_array_equal(evaluate(compiled.ir, [values])[0], evaluate(lowered, [values])[0])

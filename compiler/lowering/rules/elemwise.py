@@ -32,7 +32,11 @@ def lower_elemwise(ctx: LoweringContext, node) -> list[Value]:
         Unsupported: the scalar op (or one inside the Composite) has no
             exact IR lowering; the message names it.
     """
-    scalar_node = node.op.scalar_op.make_node(*(ps.get_scalar_type(v.type.dtype)() for v in node.inputs))
+    key = ("elemwise", node.op.scalar_op, *(v.type.dtype for v in node.inputs))
+    scalar_node = ctx.memo.get(key)
+    if scalar_node is None:  # one scalar Apply per scalar op and input dtypes, not one per node
+        scalar_node = node.op.scalar_op.make_node(*(ps.get_scalar_type(v.type.dtype)() for v in node.inputs))
+        ctx.memo[key] = scalar_node
     return lower_scalar_graph(ctx, scalar_node.inputs, scalar_node.outputs, [ctx.get(v) for v in node.inputs])
 
 

@@ -24,6 +24,7 @@ inputs to the output dtype and compute there; comparisons compare in
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Sequence
 
 import numpy as np
@@ -35,7 +36,7 @@ from pytensor.tensor.math import MulWithoutZeros
 
 from compiler.errors import LoweringError, Unsupported
 from compiler.lowering.context import LoweringContext, ir_dtype
-from compiler.lowering.registry import class_table_decorator, find_in_mro
+from compiler.lowering.registry import class_table_decorator
 from ir import DType, Value
 from ir.ops import get_op
 
@@ -66,6 +67,11 @@ def supported_scalar_ops() -> list[type]:
     return list(_SCALAR_RULES)
 
 
+@functools.cache
+def _rule_of(op_type: type) -> ScalarRule | None:
+    return next((_SCALAR_RULES[c] for c in op_type.__mro__ if c in _SCALAR_RULES), None)
+
+
 def lower_scalar_node(ctx: LoweringContext, node, args: Sequence[Value]) -> list[Value]:
     """IR values for the scalar ``Apply`` ``node`` applied elementwise to ``args``.
 
@@ -73,7 +79,7 @@ def lower_scalar_node(ctx: LoweringContext, node, args: Sequence[Value]) -> list
         Unsupported: the scalar op has no exact IR lowering (the message names it).
         LoweringError: a rule returned values of the wrong dtype (a bug here).
     """
-    rule = find_in_mro(_SCALAR_RULES, node.op)
+    rule = _rule_of(type(node.op))
     if rule is None:
         why = NO_CLOSED_FORM.get(type(node.op).__name__, "has no exact ONNX lowering")
         raise Unsupported(f"scalar op {node.op} ({type(node.op).__name__}) {why}")
@@ -114,7 +120,11 @@ def lower_scalar_graph(ctx: LoweringContext, inputs: Sequence, outputs: Sequence
             deps[var] = 0
         return env[var]
 
-    for node in io_toposort(list(inputs), list(outputs)):
+    key = ("scalar-graph", *inputs, None, *outputs)
+    order = ctx.memo.get(key)
+    if order is None:  # a Composite's inner graph is sorted once per lowering, not per Elemwise
+        order = ctx.memo[key] = io_toposort(list(inputs), list(outputs))
+    for node in order:
         node_args = [value(v) for v in node.inputs]
         mask = 0
         for v in node.inputs:

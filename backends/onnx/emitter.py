@@ -28,10 +28,18 @@ MIN_OPSET = 18
 PRODUCER = "pytensor-onnx"
 
 
-def emit_model(graph: Graph, *, opset: int = 18, float64_conv: str = "error", silu: str = "function",
-               gelu: str = "function", max_pool_nan: str = "native",
-               value_info: bool = False) -> onnx.ModelProto:
-    """Emit ``graph`` as an ONNX model.
+def emit_model(graph: Graph, **options) -> onnx.ModelProto:
+    """``emit_ir_model`` serialized to an ``onnx.ModelProto`` (initializer
+    bytes are copied into the protobuf; a model past protobuf's 2 GB limit
+    cannot then be serialized: use ``emit_ir_model`` and ``save_ir_model``)."""
+    return oir.serde.serialize_model(emit_ir_model(graph, **options))
+
+
+def emit_ir_model(graph: Graph, *, opset: int = 18, float64_conv: str = "error", silu: str = "function",
+                  gelu: str = "function", max_pool_nan: str = "native",
+                  value_info: bool = False) -> oir.Model:
+    """Emit ``graph`` as an ONNX model in onnx_ir form. Initializers wrap the
+    IR constants' NumPy arrays without copying them.
 
     Args:
         graph: a verified IR graph (control-flow ops included).
@@ -43,7 +51,7 @@ def emit_model(graph: Graph, *, opset: int = 18, float64_conv: str = "error", si
             ``value_info``), symbolic dims included.
 
     Returns:
-        An ``onnx.ModelProto`` (IR version 10) that computes, for each graph
+        An ``onnx_ir.Model`` (IR version 10) that computes, for each graph
         output, what ``ir.interpreter.evaluate`` computes.
 
     Raises:
@@ -89,9 +97,8 @@ def emit_model(graph: Graph, *, opset: int = 18, float64_conv: str = "error", si
     opsets = {"": opset} | ({FUNCTION_DOMAIN: FUNCTION_DOMAIN_VERSION} if ctx.functions else {})
     onnx_graph = oir.Graph(inputs, outputs, nodes=ctx.nodes, initializers=ctx.initializers,
                            opset_imports=opsets, name=graph.name)
-    model = oir.Model(onnx_graph, ir_version=IR_VERSION, producer_name=PRODUCER,
-                      functions=list(ctx.functions.values()))
-    return oir.serde.serialize_model(model)
+    return oir.Model(onnx_graph, ir_version=IR_VERSION, producer_name=PRODUCER,
+                     functions=list(ctx.functions.values()))
 
 
 def emit_nodes(ctx: EmitContext, graph: Graph, env: dict[Value, oir.Value]) -> None:

@@ -43,7 +43,18 @@ def squeeze(ctx, node, x):
 
 @emits("expand")
 def expand(ctx, node, x, shape):
-    """Bidirectional broadcast of x against shape: Expand."""
+    """Bidirectional broadcast of x against shape: Expand.
+
+    When the result has a dim of static size 0, onnxruntime's
+    ``ExpandElimination`` graph optimizer (on in every default session)
+    deletes an Expand that broadcasts a length-1 dim to 0 and keeps the
+    length-1 input, so later nodes see the wrong shape. The model then holds
+    ``Where(Expand(true, shape), x, x)`` instead: the same broadcast, exact
+    for every dtype, in a form the optimizer leaves alone.
+    """
+    if 0 in node.outputs[0].type.shape:
+        mask = ctx.op("Expand", ctx.const(np.array(True), B), shape)
+        return ctx.op("Where", mask, x, x)
     return ctx.op("Expand", x, shape)
 
 

@@ -202,8 +202,11 @@ def check_run_inputs(model, arrays: Sequence, equal_dims: Sequence = ()) -> dict
                 raise TypeError(f"input {name!r} must be {dtype}, got an array of {arr.dtype}")
         else:
             raw = np.asarray(a)
-            arr = raw.astype(dtype) if raw.dtype != object else raw
-            if raw.dtype == object or not np.array_equal(arr, raw, equal_nan=raw.dtype.kind in "fc"):
+            try:
+                arr = raw.astype(dtype) if raw.dtype.kind in "biuf" else None
+            except (ValueError, OverflowError):
+                arr = None
+            if arr is None or not np.array_equal(arr, raw, equal_nan=raw.dtype.kind == "f"):
                 raise TypeError(f"input {name!r} must be {dtype}; {a!r} does not convert exactly")
         if arr.ndim != len(dims):
             raise ValueError(f"input {name!r} must have rank {len(dims)}, got shape {arr.shape}")

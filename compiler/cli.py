@@ -10,6 +10,8 @@ Subcommands:
     ``passes``  list the registered passes and the default pipeline.
     ``opt``     run passes on IR text (``compiler.opt_tool``).
     ``compile`` compile ``MODULE:FUNCTION``'s graph to an ONNX file.
+    ``fuzz``    run the differential fuzzer (``compiler.fuzz``) on N seeded
+                random graphs; exit status 1 if any crash or mismatch.
 
 ``python -m compiler.cli ...`` is the same program. Heavy imports (PyTensor,
 scikit-learn) happen only inside the subcommand that needs them.
@@ -105,6 +107,15 @@ def _cmd_web_glue(args: argparse.Namespace) -> int:
         return 1
     print(f"wrote {json_path} and {js_path}")
     return 0
+
+
+def _cmd_fuzz(args: argparse.Namespace) -> int:
+    from compiler.fuzz import fuzz
+
+    report = fuzz(args.seed, args.n, max_steps=args.steps, isolate=not args.no_isolate, linker=args.linker,
+                  log=lambda text: print(text + "\n", flush=True))
+    print(report.summary().split("\n\n")[0])
+    return 1 if report.failures else 0
 
 
 def _cmd_passes(args: argparse.Namespace) -> int:
@@ -206,14 +217,27 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("-p", "--passes", metavar="PASSES", help="pass list (default: the default pipeline)")
     comp.add_argument("--report", action="store_true", help="print CompiledModel.report()")
     comp.set_defaults(func=_cmd_compile)
+
+    fuzz = sub.add_parser("fuzz", help="differential fuzzing: random PyTensor graphs compiled to ONNX and "
+                                       "compared with PyTensor; failures are shrunk and printed")
+    fuzz.add_argument("--seed", type=int, default=0, metavar="S", help="first seed (default: 0)")
+    fuzz.add_argument("--n", type=int, default=100, metavar="N", help="number of graphs (default: 100)")
+    fuzz.add_argument("--steps", type=int, default=6, metavar="K", help="max steps per graph (default: 6)")
+    fuzz.add_argument("--linker", default="py", choices=["py", "cvm", "default"],
+                      help="linker of the PyTensor reference (default mode's rewrites either way; "
+                           "'default' compiles every graph with Numba or C, seconds each)")
+    fuzz.add_argument("--no-isolate", action="store_true",
+                      help="run cases in this process (a hard onnxruntime crash then ends the run)")
+    fuzz.set_defaults(func=_cmd_fuzz)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the console script on ``argv`` (default ``sys.argv[1:]``) and
     return the exit status: 0 on success; 1 when the demo's onnxruntime
-    results disagree with PyTensor, onnxruntime-web is not found (``--web``)
-    or ``web-glue`` cannot read the model; 2 on a usage error."""
+    results disagree with PyTensor, onnxruntime-web is not found (``--web``),
+    ``web-glue`` cannot read the model or the fuzzer found a failure; 2 on a
+    usage error."""
     args = build_parser().parse_args(argv)
     return args.func(args)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,9 +23,10 @@ import numpy as np
 import onnx
 import onnx_ir as oir
 
-from backends.onnx import build_model
+from backends.onnx import PROTOBUF_LIMIT, build_model, initializer_bytes, save_ir_model
 from backends.onnx.context import NUMERICS
 from compiler import shapes
+from compiler.validation import check_compile_args, check_run_inputs, equal_dim_groups
 from compiler.lowering import graph_spec, lower
 from ir import Graph
 from ir.printer import print_graph
@@ -39,7 +41,8 @@ class CompiledModel:
     """The result of ``compile_to_onnx``.
 
     Attributes:
-        model: the ONNX ``ModelProto`` (opset 18 by default, IR version 10).
+        onnx_model: the emitted model in onnx_ir form (its initializers wrap
+            the IR constants' arrays; no copy of the weights).
         ir: the final IR graph (after all passes).
         history: one ``PassRecord`` per stage: ``lowered`` first, then each
             pass (name, changed, seconds, node count; IR text with
@@ -55,9 +58,14 @@ class CompiledModel:
             ``passes`` (their sum), ``hooks`` (verification, printing and
             dumps between and after the passes), ``emission`` (building the
             onnx_ir model) and ``serialization`` (to the ``ModelProto``).
+        equal_dims: groups of ``(input name, axis)`` PyTensor requires equal
+            (``compiler.validation.equal_dim_groups``), checked by ``run``.
+        external_data_threshold: initializer bytes past which ``save`` and
+            ``session`` keep the weights in an external data file
+            (protobuf's 2 GB limit by default).
     """
 
-    model: onnx.ModelProto
+    onnx_model: Any
     ir: Graph
     history: list[PassRecord]
     input_names: list[str]
@@ -66,22 +74,51 @@ class CompiledModel:
     input_variables: list = field(default_factory=list, repr=False)
     rewrites: RewriteLog = field(default_factory=RewriteLog, repr=False)
     timings: dict[str, float] = field(default_factory=dict)
+    equal_dims: list = field(default_factory=list)
+    external_data_threshold: int = PROTOBUF_LIMIT
+    _model: Any = field(default=None, repr=False)
     _session: Any = field(default=None, repr=False)
+    _tmpdir: Any = field(default=None, repr=False)
+
+    @property
+    def model(self) -> onnx.ModelProto:
+        """The ONNX ``ModelProto`` (opset 18 by default, IR version 10),
+        serialized on first use and cached. It holds a copy of the weights:
+        a model past 2 GB exists in memory but cannot be serialized as one
+        protobuf; ``save`` and ``session`` do not need it."""
+        if self._model is None:
+            start = time.perf_counter()
+            self._model = oir.serde.serialize_model(self.onnx_model)
+            self.timings["serialization"] = time.perf_counter() - start
+        return self._model
+
+    @property
+    def uses_external_data(self) -> bool:
+        """Whether the weights exceed ``external_data_threshold`` (then
+        ``save`` writes ``<file>.data`` beside the model)."""
+        return initializer_bytes(self.onnx_model) > self.external_data_threshold
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the model to ``path``; models over 2 GB keep their
-        initializers in an external data file beside it."""
-        from backends.onnx import save_model
-
-        save_model(self.model, path)
+        """Write the model to ``path``; when ``uses_external_data``, every
+        initializer of at least 1 KiB goes to ``<file name>.data`` beside it
+        (streamed from the arrays, no protobuf copy)."""
+        save_ir_model(self.onnx_model, path, external_data_threshold=self.external_data_threshold)
 
     @property
     def session(self):
-        """A cached ``onnxruntime.InferenceSession`` on the CPU."""
+        """A cached ``onnxruntime.InferenceSession`` on the CPU. A model with
+        external data is saved to a temporary directory (removed with this
+        object) and loaded from there."""
         if self._session is None:
             from backends.onnx import make_session
 
-            self._session = make_session(self.model)
+            if self.uses_external_data:
+                self._tmpdir = tempfile.TemporaryDirectory(prefix="pytensor-onnx-")
+                path = Path(self._tmpdir.name) / "model.onnx"
+                self.save(path)
+                self._session = make_session(path)
+            else:
+                self._session = make_session(self.model)
         return self._session
 
     def run(self, *arrays, **named) -> list[np.ndarray]:
@@ -92,29 +129,41 @@ class CompiledModel:
                 ``input_names`` order (converted with ``np.asarray``).
             named: arrays for the other inputs by ONNX input name
                 (``m.run(x=...)``, as ``InferenceSession.run`` takes them).
+                All inputs are checked by
+                ``compiler.validation.check_run_inputs`` (exact dtype, rank,
+                static dims, symbolic dims shared between inputs and the dims
+                PyTensor requires equal) before onnxruntime sees them.
 
         Returns:
             A list of NumPy arrays, in fgraph output order.
 
         Raises:
             TypeError: too many positional inputs, an unknown name, an input
-                given twice, or missing inputs (all named in the message).
+                given twice, missing inputs (all named in the message), or a
+                wrong dtype.
+            ValueError: a wrong rank or dim, naming the input and the axis.
         """
-        feed = {name: np.asarray(a) for name, a in zip(self.input_names, arrays)}
         if len(arrays) > len(self.input_names):
             raise TypeError(f"model takes {len(self.input_names)} inputs ({', '.join(self.input_names)}), "
                             f"got {len(arrays)} positional")
+        given = dict(zip(self.input_names, arrays))
         unknown = [k for k in named if k not in self.input_names]
         if unknown:
             raise TypeError(f"unknown model input(s) {', '.join(unknown)}; inputs are {', '.join(self.input_names)}")
-        twice = [k for k in named if k in feed]
+        twice = [k for k in named if k in given]
         if twice:
             raise TypeError(f"input(s) {', '.join(twice)} given both by position and by name")
-        feed.update((k, np.asarray(a)) for k, a in named.items())
-        missing = [k for k in self.input_names if k not in feed]
+        given.update(named)
+        missing = [k for k in self.input_names if k not in given]
         if missing:
             raise TypeError(f"missing model input(s) {', '.join(missing)}")
+        feed = self.check_inputs([given[k] for k in self.input_names])
         return list(self.session.run(self.output_names, feed))
+
+    def check_inputs(self, arrays) -> dict:
+        """The onnxruntime feed for ``arrays`` (one per ONNX input, in order)
+        after ``compiler.validation.check_run_inputs`` (see ``run``)."""
+        return check_run_inputs(self.onnx_model, arrays, self.equal_dims)
 
     def report(self) -> str:
         """A text report of the compilation: the ONNX op histogram (nested
@@ -137,7 +186,8 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
                     check_dynamic: bool = False, value_info: bool = False,
                     numerics: str = "fast",
                     check_passes: int = 0, reproducer_dir: str | os.PathLike | None = None,
-                    opt_bisect_limit: int | None = None) -> CompiledModel:
+                    opt_bisect_limit: int | None = None,
+                    external_data_threshold: int = PROTOBUF_LIMIT) -> CompiledModel:
     """Compile a PyTensor graph into an ONNX model.
 
     Args:
@@ -191,6 +241,9 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
             pattern-rule application, or one changing run of a pass that
             does not use the pattern engine; ``passes.rewrite_log``), to
             bisect a miscompile.
+        external_data_threshold: initializer bytes past which the model's
+            weights live in an external data file (``save``, ``session``);
+            protobuf's 2 GB limit by default.
 
     Returns:
         A ``CompiledModel``.
@@ -198,8 +251,13 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
     Raises:
         ValueError: ``numerics`` is not ``"fast"`` or ``"strict"``, or
             ``emit_options`` also sets it.
+        TypeError, ValueError: a bad argument (``passes``, ``opset``,
+            ``emit_options``, empty ``outputs``, an input given twice; see
+            ``compiler.validation.check_compile_args``), naming it and the
+            accepted values.
         compiler.errors.UnsupportedOpsError: the graph holds ops with no
-            lowering (all listed, with source lines).
+            lowering (all listed, with source lines), or inputs/outputs of a
+            type with no ONNX equivalent (complex, sparse, typed lists, None).
         ir.verifier.VerificationError: a pass broke the IR.
         compiler.shapes.InputShapeError: ``input_shapes`` or
             ``example_inputs`` contradict the graph.
@@ -215,7 +273,7 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
     with _gc_paused():
         return _compile(graph, passes, outputs, opset, dump_ir, bake_shared, verify_each_pass, keep_ir,
                         full_weights, name, emit_options, input_shapes, example_inputs, check_dynamic, value_info,
-                        numerics, check_passes, reproducer_dir, opt_bisect_limit)
+                        numerics, check_passes, reproducer_dir, opt_bisect_limit, external_data_threshold)
 
 
 @contextlib.contextmanager
@@ -237,10 +295,14 @@ def _gc_paused():
 
 def _compile(graph, passes, outputs, opset, dump_ir, bake_shared, verify_each_pass, keep_ir, full_weights,
              name, emit_options, input_shapes, example_inputs, check_dynamic, value_info,
-             numerics, check_passes, reproducer_dir, opt_bisect_limit) -> CompiledModel:
+             numerics, check_passes, reproducer_dir, opt_bisect_limit,
+             external_data_threshold) -> CompiledModel:
     start = time.perf_counter()
+    check_compile_args(passes=passes, opset=opset, emit_options=emit_options, bake_shared=bake_shared,
+                       verify_each_pass=verify_each_pass, name=name)
     lowered = lower(graph_spec(graph, outputs), bake_shared=bake_shared, name=name)
     ir_graph = lowered.graph
+    equal_dims = equal_dim_groups(lowered)
     example_sizes = shapes.apply_input_shapes(ir_graph, lowered.input_vars, input_shapes, example_inputs)
     history: list[PassRecord] = []
     dump_dir = Path(dump_ir) if dump_ir is not None else None
@@ -283,17 +345,16 @@ def _compile(graph, passes, outputs, opset, dump_ir, bake_shared, verify_each_pa
         verify(ir_graph, context="after the passes", check_types=False)
         hook_seconds += time.perf_counter() - hook_start
     emit_start = time.perf_counter()
-    built = build_model(ir_graph, opset=opset, value_info=value_info, numerics=numerics, **(emit_options or {}))
-    serialize_start = time.perf_counter()
-    model = oir.serde.serialize_model(built)
+    onnx_model = build_model(ir_graph, opset=int(opset), value_info=value_info, numerics=numerics,
+                             **(emit_options or {}))
     end = time.perf_counter()
     timings = {"lowering": history[0].seconds, "passes": sum(r.seconds for r in history[1:]),
-               "hooks": hook_seconds, "emission": serialize_start - emit_start,
-               "serialization": end - serialize_start}
-    compiled = CompiledModel(model, ir_graph, history, [v.name for v in ir_graph.inputs],
-                             [o.name for o in model.graph.output], end - start, timings=timings,
-                             input_variables=list(lowered.input_vars), rewrites=rewrites)
+               "hooks": hook_seconds, "emission": end - emit_start}
+    compiled = CompiledModel(onnx_model, ir_graph, history, [v.name for v in ir_graph.inputs],
+                             [o.name for o in onnx_model.graph.outputs], end - start, timings=timings,
+                             input_variables=list(lowered.input_vars), rewrites=rewrites,
+                             equal_dims=equal_dims, external_data_threshold=external_data_threshold)
     if check_dynamic:
-        shapes.check_dynamic(model, ir_graph, lowered.input_vars, lowered.output_vars,
+        shapes.check_dynamic(compiled.model, ir_graph, lowered.input_vars, lowered.output_vars,
                              example_sizes=example_sizes, session=compiled.session)
     return compiled

@@ -108,7 +108,7 @@ def test_pass_names_and_objects_mix():
 
 def test_unknown_pass_name_lists_the_known_ones():
     x, a, b, y = _affine()
-    with pytest.raises(KeyError, match="no-such-pass.*known passes: .*canonicalize.*constant-folding.*cse.*dce"):
+    with pytest.raises(ValueError, match="no-such-pass.*known passes: .*canonicalize.*constant-folding.*cse.*dce"):
         compile_to_onnx([x], outputs=[y], passes=["no-such-pass"])
 
 
@@ -172,6 +172,8 @@ def test_history_records_each_stage_without_text_by_default():
     assert second.changed is False  # nothing left to remove the second time
     assert all(r.seconds >= 0 and r.ir_text is None for r in compiled.history)
     assert [r.nodes for r in compiled.history] == [len(compiled.ir)] * 3
+    assert set(compiled.timings) == {"lowering", "passes", "hooks", "emission"}
+    compiled.model  # the ModelProto is serialized on first use, and timed then
     assert set(compiled.timings) == {"lowering", "passes", "hooks", "emission", "serialization"}
 
 

@@ -10,6 +10,7 @@ from backends.onnx.registry import EMITTERS, EmitError, emits
 from backends.onnx.context import EmitOptions
 from backends.onnx.emitter import build_model, emit_model
 from backends.onnx.runtime import make_session
-from backends.onnx.serialize import save_model
+from backends.onnx.serialize import PROTOBUF_LIMIT, initializer_bytes, save_ir_model, save_model
 
-__all__ = ["EMITTERS", "EmitError", "EmitOptions", "build_model", "emit_model", "emits", "make_session", "save_model"]
+__all__ = ["EMITTERS", "PROTOBUF_LIMIT", "EmitError", "EmitOptions", "build_model", "emit_model", "emits",
+           "initializer_bytes", "make_session", "save_ir_model", "save_model"]

@@ -32,7 +32,10 @@ def emit_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float64
                silu: str = "auto", gelu: str = "function", max_pool_nan: str = "native",
                value_info: bool = False) -> onnx.ModelProto:
     """Emit ``graph`` as an ONNX model: ``build_model`` serialized with
-    ``onnx_ir.serde.serialize_model`` (same arguments, errors and result)."""
+    ``onnx_ir.serde.serialize_model`` (same arguments, errors and result;
+    initializer bytes are copied into the protobuf, so a model past
+    protobuf's 2 GB limit cannot be serialized: use ``build_model`` and
+    ``save_ir_model``)."""
     return oir.serde.serialize_model(build_model(graph, opset=opset, numerics=numerics, float64_conv=float64_conv,
                                                  silu=silu, gelu=gelu, max_pool_nan=max_pool_nan,
                                                  value_info=value_info))
@@ -42,6 +45,7 @@ def build_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float6
                 silu: str = "auto", gelu: str = "function", max_pool_nan: str = "native",
                 value_info: bool = False) -> oir.Model:
     """Build ``graph`` as an onnx_ir ``Model`` (not yet serialized).
+    Initializers wrap the IR constants' NumPy arrays without copying them.
 
     Args:
         graph: a verified IR graph (control-flow ops included).

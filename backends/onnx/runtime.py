@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import onnx
 import onnxruntime as ort
 
@@ -11,14 +13,18 @@ import onnxruntime as ort
 DISABLED_OPTIMIZERS = ["MatMulScaleFusion"]
 
 
-def make_session(model: onnx.ModelProto) -> ort.InferenceSession:
+def make_session(model: onnx.ModelProto | str | os.PathLike) -> ort.InferenceSession:
     """An ``onnxruntime.InferenceSession`` for ``model`` on
     ``CPUExecutionProvider``, built from the serialized bytes with graph
     optimizations at onnxruntime's default level, minus
     ``DISABLED_OPTIMIZERS`` (optimizations that change float64 results).
 
+    ``model`` is a ``ModelProto`` or the path of a saved model (the way to
+    load one with external data, which onnxruntime reads beside it).
+
     Raises:
         onnxruntime's errors when it rejects the model.
     """
-    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"],
+    source = os.fspath(model) if isinstance(model, (str, os.PathLike)) else model.SerializeToString()
+    return ort.InferenceSession(source, providers=["CPUExecutionProvider"],
                                 disabled_optimizers=DISABLED_OPTIMIZERS)

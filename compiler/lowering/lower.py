@@ -52,15 +52,34 @@ def graph_spec(graph: Any, outputs: Sequence | None = None) -> GraphSpec:
         fg = maker.fgraph
         n_out = len(maker.outputs)
         shared = {v for v, i in zip(fg.inputs, maker.inputs) if getattr(i, "shared", False)}
-        return GraphSpec(list(fg.inputs), list(fg.outputs[:n_out]), shared)
-    if hasattr(graph, "inputs") and hasattr(graph, "outputs") and hasattr(graph, "toposort"):
+        spec = GraphSpec(list(fg.inputs), list(fg.outputs[:n_out]), shared)
+    elif hasattr(graph, "inputs") and hasattr(graph, "outputs") and hasattr(graph, "toposort"):
         shared = {v for v in graph.inputs if isinstance(v, SharedVariable)}
-        return GraphSpec(list(graph.inputs), list(graph.outputs), shared)
-    if isinstance(graph, (list, tuple)) and outputs is not None:
+        spec = GraphSpec(list(graph.inputs), list(graph.outputs), shared)
+    elif isinstance(graph, (list, tuple)) and outputs is not None:
         outs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-        return GraphSpec(list(graph), outs, {v for v in graph if isinstance(v, SharedVariable)})
-    raise TypeError("compile_to_onnx takes a FunctionGraph, a compiled pytensor.function, "
-                    f"or (inputs, outputs); got {type(graph).__name__}")
+        spec = GraphSpec(list(graph), outs, {v for v in graph if isinstance(v, SharedVariable)})
+    else:
+        raise TypeError("compile_to_onnx takes a FunctionGraph, a compiled pytensor.function, "
+                        f"or (inputs, outputs); got {type(graph).__name__}")
+    _check_spec(spec)
+    return spec
+
+
+def _check_spec(spec: GraphSpec) -> None:
+    """ValueError/TypeError for inputs and outputs no model can have."""
+    if not spec.outputs:
+        raise ValueError("outputs is empty: an ONNX model needs at least one output")
+    for what, seq in (("inputs", spec.inputs), ("outputs", spec.outputs)):
+        for i, v in enumerate(seq):
+            if not isinstance(v, pytensor.graph.basic.Variable):
+                raise TypeError(f"{what}[{i}] must be a PyTensor variable, got {type(v).__name__} {v!r}")
+    first: dict = {}
+    for i, v in enumerate(spec.inputs):
+        if v in first:
+            raise ValueError(f"inputs[{i}] is the same variable as inputs[{first[v]}] ({v}); "
+                             "each input must appear once")
+        first[v] = i
 
 
 @dataclass
@@ -72,6 +91,7 @@ class LoweredGraph:
     input_vars: list
     output_vars: list
     baked_shared: list
+    values: dict = field(default_factory=dict)  # PyTensor variable -> IR value, as lowered
 
 
 def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main") -> LoweredGraph:
@@ -100,6 +120,14 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main") -> L
     used_names: set[str] = set()
     next_suffix: dict[str, int] = {}
     input_vars, baked = [], []
+    bad_types = [UnsupportedOccurrence(f"{'shared variable' if isinstance(v, SharedVariable) else 'input'} "
+                                       f"{v} of type {v.type}", why, None)
+                 for v in list(spec.inputs) + extra_shared
+                 for why in [_unsupported_type(v)] if why]
+    bad_types += [UnsupportedOccurrence(f"output {v} of type {v.type}", why, None)
+                  for v in spec.outputs for why in [_unsupported_type(v)] if why]
+    if bad_types:
+        raise UnsupportedOpsError(bad_types)
     for i, var in enumerate(list(spec.inputs) + extra_shared):
         is_shared = var in spec.shared_inputs or isinstance(var, SharedVariable)
         if is_shared and not hasattr(var.type, "dtype"):
@@ -116,7 +144,7 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main") -> L
 
     lower_apply_nodes(ctx, spec.inputs + extra_shared, spec.outputs)
     graph.set_outputs([ctx.get(v) for v in spec.outputs])
-    return LoweredGraph(graph, input_vars, list(spec.outputs), baked)
+    return LoweredGraph(graph, input_vars, list(spec.outputs), baked, dict(ctx.values))
 
 
 def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence, *,
@@ -180,6 +208,27 @@ def _refine(var, value: Value, node, source) -> Value:
     if refined != t:
         value.type = refined
     return value
+
+
+def _unsupported_type(var) -> str | None:
+    """Why PyTensor variable ``var`` cannot be a model input or output (None
+    when it can): only dense tensors of the IR's dtypes exist in ONNX here.
+    RNG shared state is left to the nodes that read it."""
+    from pytensor.tensor.random.type import RandomType
+    from pytensor.tensor.type import TensorType as PtTensorType
+
+    t = var.type
+    if isinstance(t, RandomType):
+        return None
+    from pytensor.scalar import ScalarType
+
+    if type(t) is not PtTensorType and not isinstance(t, ScalarType):  # sparse types subclass TensorType
+        return f"{type(t).__name__} has no ONNX equivalent (only dense tensors)"
+    try:
+        ir_dtype(var)
+    except (TypeError, Unsupported) as e:
+        return f"dtype {t.dtype} has no ONNX equivalent here ({e})"
+    return None
 
 
 def source_line(node) -> str | None:

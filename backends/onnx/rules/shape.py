@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from backends.onnx.rules.common import B, F16, F64, I16, I64, I8, in_f32, where, zero
+from backends.onnx.rules.common import B, F16, F32, F64, I16, I64, I8, in_f32, where, zero
 from backends.onnx.rules.elementwise import f64_to_f16
 from backends.onnx.registry import emits
 
@@ -43,7 +43,20 @@ def squeeze(ctx, node, x):
 
 @emits("expand")
 def expand(ctx, node, x, shape):
-    """Bidirectional broadcast of x against shape: Expand."""
+    """Bidirectional broadcast of x against shape: Expand.
+
+    When the result has a dim of static size 0, onnxruntime's
+    ``ExpandElimination`` graph optimizer (on in every default session)
+    deletes an Expand that broadcasts a length-1 dim to 0 and keeps the
+    length-1 input, so later nodes see the wrong shape. The model then holds
+    ``Where(Expand(true, shape), x, x)`` instead, the same broadcast in a
+    form the optimizer leaves alone; the result has no elements, so it is
+    computed in float32 (Where has no kernel for every dtype) and cast back.
+    """
+    if 0 in node.outputs[0].type.shape:
+        mask = ctx.op("Expand", ctx.const(np.array(True), B), shape)
+        xf = ctx.cast(x, F32)
+        return ctx.cast(ctx.op("Where", mask, xf, xf), node.outputs[0].type.dtype)
     return ctx.op("Expand", x, shape)
 
 

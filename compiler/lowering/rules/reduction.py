@@ -44,7 +44,10 @@ def lower_careduce(ctx: LoweringContext, node) -> list[Value]:
     ``ProdWithoutZeros`` multiplies the nonzero entries (0 when all are zero).
 
     Raises:
-        Unsupported: other scalar ops, or bitwise and/or reductions of ints.
+        Unsupported: other scalar ops, bitwise and/or reductions of ints, or
+            Max/Min over an axis statically of length 0 (PyTensor raises;
+            over a symbolic axis that is 0 at run time the model returns
+            -inf/+inf or the integer extremes, README's known differences).
     """
     op = node.op
     x = ctx.get(node.inputs[0])
@@ -59,6 +62,9 @@ def lower_careduce(ctx: LoweringContext, node) -> list[Value]:
     reducer = next((REDUCERS[c] for c in type(scalar_op).__mro__ if c in REDUCERS), None)
     if reducer is None:
         raise Unsupported(f"reduction with scalar op {scalar_op} has no IR equivalent")
+    if reducer in ("reduce_max", "reduce_min") and any(x.type.shape[a] == 0 for a in axes):
+        raise Unsupported(f"{scalar_op} over an empty axis: PyTensor raises (a zero-size reduction "
+                          "with no identity)")
     if reducer in ("reduce_all", "reduce_any"):
         if x.dtype != BOOL:
             raise Unsupported(f"bitwise {scalar_op} reduction of {x.dtype} has no IR equivalent")

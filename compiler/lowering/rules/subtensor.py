@@ -88,12 +88,17 @@ def _write(ctx, node, index, mode: str):
 
     Raises:
         Unsupported: an ``np.add.at`` increment whose updates are not exact in
-            ``x``'s dtype (NumPy rounds after every repeated add).
+            ``x``'s dtype (NumPy rounds after every repeated add); an
+            increment of an integer ``x`` by a float ``y``, which PyTensor
+            refuses at run time in its default modes (NumPy's ``same_kind``
+            casting in C/Python, a typing error in Numba).
     """
     x, y = ctx.get(node.inputs[0]), ctx.get(node.inputs[1])
+    if mode != "set" and y.dtype.is_float and not x.dtype.is_float:
+        raise Unsupported(f"incrementing {x.dtype} by {y.dtype}: PyTensor raises at run time (NumPy's "
+                          f"same_kind casting refuses {y.dtype} into {x.dtype}); cast the increment first")
     shape = shape_vector(ctx, x)
-    size = ctx.scalar(x.type.size, INT64) if x.type.is_static else \
-        ctx.add("reduce_prod", [shape], {"axes": [0], "keepdims": False})
+    size = ctx.scalar(x.type.size, INT64) if x.type.is_static else _size(ctx, shape, x.rank)
     grid = ctx.add("range", [ctx.scalar(0, INT64), size, ctx.scalar(1, INT64)])
     pos = index_value(ctx, ctx.add("reshape", [grid, shape]), index)  # flat positions of x[index]
     flat = ctx.add("reshape", [x, ctx.i64([-1])])
@@ -116,6 +121,16 @@ def _write(ctx, node, index, mode: str):
     where = ctx.add("unsqueeze", [pos], {"axes": [-1]})
     out = ctx.add("scatter_nd", [flat, where, updates], {"reduction": reduction})
     return ctx.add("reshape", [out, shape])
+
+
+def _size(ctx, shape, rank: int):
+    """The element count of a tensor of ``rank`` from its shape vector, as a
+    chain of ``mul`` (an int64 ``reduce_prod`` becomes an ONNX Scan)."""
+    size = ctx.scalar(1, INT64)
+    for axis in range(rank):
+        dim = ctx.add("gather", [shape, ctx.scalar(axis, INT64)], {"axis": 0})
+        size = dim if axis == 0 else ctx.add("mul", [size, dim])
+    return size
 
 
 def _exact_constant(ctx, var, dtype) -> bool:

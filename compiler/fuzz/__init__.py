@@ -1,0 +1,10 @@
+"""Differential fuzzer: seeded random PyTensor programs compiled to ONNX and
+compared with PyTensor's default compiled mode (``generate``, ``run_case``,
+``shrink``, ``fuzz``; ``pytensor-onnx fuzz --seed S --n N`` on the command
+line)."""
+
+from compiler.fuzz.generate import Program, edge_data, generate
+from compiler.fuzz.runner import CaseResult, FuzzReport, build, compare, fuzz, run_case, shrink
+
+__all__ = ["CaseResult", "FuzzReport", "Program", "build", "compare", "edge_data", "fuzz", "generate",
+           "run_case", "shrink"]

@@ -1,0 +1,357 @@
+"""Run generated programs through PyTensor and the compiled ONNX models,
+classify, shrink failures.
+
+Each case is compiled twice: from the raw graph (``compile_to_onnx(inputs,
+outputs=...)``) and from the default-mode ``pytensor.function``
+(``compile_to_onnx(f)``). The raw-graph model is compared with PyTensor
+running the graph as written (no rewrites), the other with the default-mode
+function: PyTensor's rewrites change some results (``x / x`` becomes 1 at
+0/0), and a model compiled from a function follows that function. Outcome classes, worst first:
+
+- ``crash``: onnxruntime raised or the worker process died (a hard crash is
+  caught by running cases in a child process), or the compiler raised
+  something else than ``UnsupportedOpsError`` (a compiler bug);
+- ``mismatch``: different dtype, shape, NaN/+-inf pattern, integer values,
+  or floats outside the bound; or our input check refused what PyTensor ran;
+- ``known``: a mismatch one of the documented differences (``KNOWN``)
+  explains;
+- ``pytensor-error``: PyTensor raised at run time where the model gave a
+  result (e.g. its Numba backend failing to compile an op);
+- ``unsupported``: ``UnsupportedOpsError``;
+- ``match``: equal results, or both refused the inputs.
+
+Float bound: the numerics contract's per-op bounds compose, so a chain of
+steps is compared with ``|got - want| <= 16 eps (|want| + max|want|)``;
+ints, bools, dtypes, shapes and which elements are NaN/+inf/-inf exactly.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+import traceback
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from compiler.fuzz.generate import Program, generate
+
+ORDER = ["crash", "mismatch", "known", "pytensor-error", "unsupported", "match", "invalid"]
+FAILURES = ("crash", "mismatch")
+
+
+@dataclass
+class CaseResult:
+    """The outcome of one program: its class, which path decided it
+    (``raw``/``compiled``), a one-line detail and the program."""
+
+    kind: str
+    path: str
+    detail: str
+    program: Program = field(repr=False)
+
+    def report(self) -> str:
+        """A repro: the class, detail, program source and data."""
+        return (f"[{self.kind}] seed={self.program.seed} path={self.path}: {self.detail}\n"
+                f"{self.program.source()}\n{self.program.data_source()}")
+
+
+def build(program: Program):
+    """Execute ``program``'s source: (input variables, output variable).
+
+    Raises:
+        whatever PyTensor raises building it.
+    """
+    ns: dict = {}
+    exec(program.source(), ns)  # noqa: S102 - our own generated source
+    return [ns[name] for name, *_ in program.inputs], ns["out"]
+
+
+def compare(got, want) -> str | None:
+    """None if ``got`` equals ``want`` under the fuzzer's contract, else why."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.dtype != want.dtype:
+        return f"dtype {got.dtype} != {want.dtype}"
+    if got.shape != want.shape:
+        return f"shape {got.shape} != {want.shape}"
+    if want.dtype.kind != "f":
+        bad = got != want
+        return None if not bad.any() else f"values differ at {np.argwhere(bad)[:3].tolist()}: {got[bad][:3]} != {want[bad][:3]}"
+    for what, fn in (("NaN", np.isnan), ("+inf", np.isposinf), ("-inf", np.isneginf)):
+        if (fn(got) != fn(want)).any():
+            return f"{what} pattern differs: got {got.ravel()[:8]}, want {want.ravel()[:8]}"
+    fin = np.isfinite(want)
+    if not fin.any():
+        return None
+    eps = np.finfo(want.dtype).eps
+    scale = np.max(np.abs(want[fin]))
+    err = np.abs(got[fin].astype(np.float64) - want[fin])
+    bound = 16 * eps * (np.abs(want[fin]) + scale)
+    if (err > bound).any():
+        i = int(np.argmax(err - bound))
+        return f"float values differ: {got[fin][i]!r} != {want[fin][i]!r} (bound {bound[i]:.3g})"
+    return None
+
+
+def _classify_path(path: str, make_model, data, want, want_error) -> tuple[str, str]:
+    from compiler.errors import UnsupportedOpsError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = make_model()
+    except UnsupportedOpsError as e:
+        return "unsupported", str(e).splitlines()[1].strip() if "\n" in str(e) else str(e)
+    except Exception as e:  # a compiler bug
+        return "crash", f"compile: {type(e).__name__}: {e}"[:300]
+    try:
+        feed = model.check_inputs(data)
+    except (TypeError, ValueError) as e:
+        if want_error is not None:
+            return "match", "both refused the inputs"
+        return "mismatch", f"input check refused what PyTensor ran: {e}"[:300]
+    try:
+        got = model.session.run(model.output_names, feed)
+    except Exception as e:
+        return "crash", f"onnxruntime: {type(e).__name__}: {e}"[:300]
+    if want_error is not None:
+        return "pytensor-error", f"PyTensor raised {type(want_error).__name__}: {str(want_error)[:150]}"
+    why = compare(got[0], want)
+    return ("match", "") if why is None else ("mismatch", why)
+
+
+def reference_mode(linker: str = "py"):
+    """PyTensor's default mode (its rewrites: the graph ``compile_to_onnx(f)``
+    sees) with ``linker``. ``"py"`` runs the rewritten graph with the ops'
+    Python implementations; ``"default"`` keeps the default linker (Numba in
+    PyTensor 3, C in 2.38), which compiles every new random graph for
+    seconds."""
+    from pytensor.compile.mode import get_default_mode
+
+    mode = get_default_mode()
+    return mode if linker == "default" else mode.clone(linker=linker)
+
+
+def _reference(inputs, out, data, mode):
+    """(function, outputs, error) of PyTensor in ``mode``; function None if
+    PyTensor cannot compile the graph."""
+    import pytensor
+
+    try:
+        fn = pytensor.function(inputs, out, on_unused_input="ignore", mode=mode)
+    except Exception as e:
+        return None, None, e
+    try:
+        return fn, fn(*[d.copy() for d in data]), None
+    except Exception as e:
+        return fn, None, e
+
+
+# Documented differences (README, "Known, documented differences"): a
+# mismatch they explain is classified ``known`` with the entry's name.
+KNOWN = [
+    ("nan-in-max-min", "PyTensor's default mode skips a NaN in some positions of max/min; we propagate it "
+                       "like NumPy and PyTensor's Python implementation",
+     lambda src, detail, path: path == "compiled" and "NaN pattern" in detail
+     and any(f"pt.{r}(" in src for r in ("max", "min", "argmax"))),
+    ("float-to-int-cast", "float-to-int casts of NaN/inf/out-of-range values are unspecified",
+     lambda src, detail, path: "pt.cast(" in src and any(f"'{t}'" in src for t in
+                                                         ("int8", "int16", "int32", "int64", "uint8", "bool"))),
+    ("negative-int-power", "integer ** negative integer is unspecified (NumPy raises, C wraps)",
+     lambda src, detail, path: " ** " in src),
+    ("integer-overflow-in-float", "int64 extremes lose precision when an op computes in float64",
+     lambda src, detail, path: "float values differ" in detail and "int64" in src),
+]
+
+
+def known_difference(program: Program, detail: str, path: str) -> str | None:
+    """The name of the ``KNOWN`` entry explaining a mismatch, or None."""
+    src = program.source()
+    return next((name for name, _, pred in KNOWN if pred(src, detail, path)), None)
+
+
+def run_case(program: Program, linker: str = "py") -> CaseResult:
+    """Build, run and classify one program in this process.
+
+    The raw-graph model is compared with PyTensor running the graph as
+    written (no rewrites, Python implementations); the model compiled from
+    the default-mode function with that function (``reference_mode``).
+    Mismatches a ``KNOWN`` entry explains are classified ``known``.
+    """
+    from pytensor.compile.mode import Mode
+
+    from compiler import compile_to_onnx
+
+    try:
+        inputs, out = build(program)
+    except Exception as e:
+        return CaseResult("invalid", "", f"build: {type(e).__name__}: {e}"[:200], program)
+    data = [d for *_, d in program.inputs]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, raw_want, raw_error = _reference(inputs, out, data, Mode(linker="py", optimizer=None))
+        fn, want, want_error = _reference(inputs, out, data, reference_mode(linker))
+    if fn is None:
+        return CaseResult("invalid", "", f"pytensor.function: {want_error}"[:200], program)
+    results = []
+    for path, make, ref, ref_error in (
+            ("raw", lambda: compile_to_onnx(inputs, outputs=[out]), raw_want, raw_error),
+            ("compiled", lambda: compile_to_onnx(fn), want, want_error)):
+        kind, detail = _classify_path(path, make, data, ref, ref_error)
+        if kind == "mismatch":
+            name = known_difference(program, detail, path)
+            if name:
+                kind, detail = "known", f"{name}: {detail}"
+        results.append(CaseResult(kind, path, detail, program))
+    return min(results, key=lambda r: ORDER.index(r.kind))
+
+
+def shrink(program: Program, still_fails: Callable[[Program], bool], budget_s: float = 60.0) -> Program:
+    """Delta-debug ``program`` to a smaller one for which ``still_fails``
+    holds: shortest failing prefix, then single-line deletions to a fixpoint,
+    then unused inputs dropped, then data elements zeroed in halves."""
+    deadline = time.monotonic() + budget_s
+
+    def try_(candidate: Program) -> bool:
+        return time.monotonic() < deadline and still_fails(candidate)
+
+    def with_lines(lines):
+        return Program(list(program.inputs), list(lines), program.seed)
+
+    for k in range(1, len(program.lines)):
+        if try_(with_lines(program.lines[:k])):
+            program = with_lines(program.lines[:k])
+            break
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(program.lines) - 1, -1, -1):
+            cand = with_lines(program.lines[:i] + program.lines[i + 1:])
+            if cand.lines and try_(cand):
+                program, changed = cand, True
+    text = "\n".join(program.lines)
+    used = [inp for inp in program.inputs if inp[0] in text or inp[0] == program.inputs[0][0] and not program.lines]
+    if used != program.inputs and used:
+        cand = Program(used, list(program.lines), program.seed)
+        if try_(cand):
+            program = cand
+    for j, (name, dtype, static, data) in enumerate(program.inputs):
+        flat = data.ravel().copy()
+        chunk = max(len(flat) // 2, 1)
+        while chunk >= 1 and len(flat):
+            for start in range(0, len(flat), chunk):
+                trial = flat.copy()
+                trial[start:start + chunk] = 0
+                if (trial == flat).all():
+                    continue
+                inputs = list(program.inputs)
+                inputs[j] = (name, dtype, static, trial.reshape(data.shape))
+                cand = Program(inputs, list(program.lines), program.seed)
+                if try_(cand):
+                    program, flat = cand, trial
+            chunk //= 2
+    return program
+
+
+def _worker(conn, linker: str) -> None:
+    while True:
+        try:
+            seed, max_steps = conn.recv()
+        except EOFError:
+            return
+        r = run_case(generate(seed, max_steps), linker)
+        conn.send((r.kind, r.path, r.detail))
+
+
+class _Isolated:
+    """Cases run in a forked child; a child that dies or hangs is a crash."""
+
+    def __init__(self, timeout_s: float, linker: str):
+        self.timeout_s = timeout_s
+        self.linker = linker
+        self.proc = None
+
+    def start(self):
+        ctx = multiprocessing.get_context("fork")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker, args=(child, self.linker), daemon=True)
+        self.proc.start()
+
+    def run(self, seed: int, max_steps: int) -> CaseResult:
+        if self.proc is None or not self.proc.is_alive():
+            self.start()
+        self.conn.send((seed, max_steps))
+        if self.conn.poll(self.timeout_s):
+            try:
+                kind, path, detail = self.conn.recv()
+                return CaseResult(kind, path, detail, generate(seed, max_steps))
+            except EOFError:
+                pass
+            why = f"worker process died (exit code {self.proc.exitcode})"
+        else:
+            why = f"no result within {self.timeout_s:.0f} s"
+        self.stop()
+        return CaseResult("crash", "", why, generate(seed, max_steps))
+
+    def stop(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.join()
+            self.proc = None
+
+
+@dataclass
+class FuzzReport:
+    """Counts per class and the (shrunk) failures of a fuzz run."""
+
+    counts: Counter
+    failures: list[CaseResult]
+    seconds: float
+
+    def summary(self) -> str:
+        """Counts per class, then each failure's repro."""
+        lines = [f"{sum(self.counts.values())} graphs in {self.seconds:.1f} s: "
+                 + ", ".join(f"{k} {self.counts[k]}" for k in ORDER if self.counts[k])]
+        lines += [f.report() for f in self.failures]
+        return "\n\n".join(lines)
+
+
+def fuzz(seed: int, n: int, *, max_steps: int = 6, isolate: bool = False, shrink_failures: bool = True,
+         timeout_s: float = 300.0, linker: str = "py",
+         log: Callable[[str], None] | None = None) -> FuzzReport:
+    """Run the programs of seeds ``seed .. seed+n-1``.
+
+    Args:
+        isolate: run each case in a child process so that a hard crash of
+            onnxruntime (or a hang past ``timeout_s``) is classified as
+            ``crash`` instead of ending the run.
+        linker: the PyTensor reference's linker (``reference_mode``).
+        shrink_failures: shrink each crash/mismatch with ``shrink`` (in this
+            process) before reporting it.
+
+    Returns:
+        A ``FuzzReport``.
+    """
+    start = time.perf_counter()
+    counts: Counter = Counter()
+    failures = []
+    runner = _Isolated(timeout_s, linker) if isolate else None
+    try:
+        for s in range(seed, seed + n):
+            r = runner.run(s, max_steps) if runner else run_case(generate(s, max_steps), linker)
+            counts[r.kind] += 1
+            if r.kind in FAILURES:
+                if shrink_failures and "worker process died" not in r.detail:
+                    kind = r.kind
+                    small = shrink(r.program, lambda p: run_case(p, linker).kind == kind)
+                    r = run_case(small, linker)
+                failures.append(r)
+                if log:
+                    log(r.report())
+    finally:
+        if runner:
+            runner.stop()
+    return FuzzReport(counts, failures, time.perf_counter() - start)

@@ -1,0 +1,230 @@
+"""Checks of what callers hand the compiler and the compiled model.
+
+``check_compile_args`` validates the arguments of ``compile_to_onnx`` before
+any work is done, so a bad argument gets a ``ValueError``/``TypeError`` that
+names the argument and the accepted values (not an error from deep inside a
+pass or from onnxruntime). ``equal_dim_groups`` records, from the lowered IR,
+which input dims PyTensor requires to be equal (two operands of a
+broadcasting elementwise op whose dims are not statically 1: PyTensor refuses
+to broadcast them at run time, ONNX would). ``check_run_inputs`` checks the
+arrays given to ``CompiledModel.run`` against the model's declared input
+types and those groups before onnxruntime is called; a raw onnxruntime
+session checks dtypes and ranks but neither symbolic dims shared between
+inputs nor PyTensor's runtime-broadcasting rule.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Mapping, Sequence
+
+import numpy as np
+import onnx
+
+
+MIN_OPSET = 18
+
+
+@functools.lru_cache(maxsize=1)
+def max_opset() -> int:
+    """The highest default-domain opset both onnx and onnxruntime accept
+    (onnxruntime is asked with an empty model per candidate, newest first)."""
+    import onnxruntime as ort
+
+    for opset in range(onnx.defs.onnx_opset_version(), MIN_OPSET - 1, -1):
+        x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])
+        y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])
+        graph = onnx.helper.make_graph([onnx.helper.make_node("Identity", ["x"], ["y"])], "probe", [x], [y])
+        model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)],
+                                       ir_version=10)
+        try:
+            ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        except Exception:
+            continue
+        return opset
+    return MIN_OPSET
+
+
+def check_compile_args(*, passes, opset, emit_options, bake_shared, verify_each_pass, name) -> None:
+    """Validate ``compile_to_onnx``'s keyword arguments.
+
+    Raises:
+        TypeError: ``passes`` is not None or a list/tuple of ``Pass`` objects
+            and pass names (a bare string is refused: ``"cse"`` would read as
+            the passes ``c``, ``s``, ``e``); ``opset`` is not an int;
+            ``emit_options`` is not a dict; ``name`` is not a str.
+        ValueError: an unknown pass name (the registered names are listed),
+            an ``opset`` outside ``[18, max_opset()]``, an unknown
+            ``emit_options`` key or value (the accepted ones are listed).
+    """
+    from backends.onnx.context import EmitOptions
+    from passes import Pass, registered_passes
+
+    if passes is not None:
+        if isinstance(passes, (str, bytes)) or not isinstance(passes, (list, tuple)):
+            hint = f"; did you mean [{passes!r}]?" if isinstance(passes, str) else ""
+            raise TypeError("passes must be None or a list of Pass objects and registered pass names, "
+                            f"got {type(passes).__name__} {passes!r}{hint}")
+        known = registered_passes()
+        for i, p in enumerate(passes):
+            if isinstance(p, str):
+                if p not in known:
+                    raise ValueError(f"passes[{i}] = {p!r} is not a registered pass; "
+                                     f"known passes: {', '.join(sorted(known))}")
+            elif not isinstance(p, Pass):
+                raise TypeError(f"passes[{i}] must be a Pass object or a registered pass name (str), "
+                                f"got {type(p).__name__} {p!r}")
+    if isinstance(opset, bool) or not isinstance(opset, (int, np.integer)):
+        raise TypeError(f"opset must be an int, got {type(opset).__name__} {opset!r}")
+    top = max_opset()
+    if not MIN_OPSET <= opset <= top:
+        raise ValueError(f"opset={opset} is not supported: accepted opsets are {MIN_OPSET}..{top} "
+                         "(the rules need opset 18; onnx and onnxruntime know no later one)")
+    if emit_options is not None:
+        if not isinstance(emit_options, Mapping):
+            raise TypeError(f"emit_options must be a dict, got {type(emit_options).__name__}")
+        for key, value in emit_options.items():
+            if key not in EmitOptions.CHOICES:
+                raise ValueError(f"emit_options has an unknown key {key!r}; accepted keys: "
+                                 f"{', '.join(sorted(EmitOptions.CHOICES))}")
+            if value not in EmitOptions.CHOICES[key]:
+                raise ValueError(f"emit_options[{key!r}] = {value!r}: accepted values are "
+                                 f"{', '.join(map(repr, EmitOptions.CHOICES[key]))}")
+    for arg, value in (("bake_shared", bake_shared), ("verify_each_pass", verify_each_pass)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{arg} must be True or False, got {value!r}")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty str, got {name!r}")
+
+
+def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
+    """Groups of input dims ``(input name, axis)`` that must be equal at run
+    time, read from a freshly lowered graph (``compiler.lowering.LoweredGraph``:
+    the PyTensor nodes and the IR values they lowered to, before passes).
+
+    PyTensor's ``Elemwise`` refuses to broadcast a dim that is not statically
+    1 ("Runtime broadcasting not allowed"); ``Dot``, ``BatchedDot`` and
+    ``Blockwise(Dot)`` need equal contracted (and batch) dims. ONNX would
+    broadcast a length-1 dim silently, or fail inside onnxruntime. Only dims
+    that are an input's own symbolic name are tracked; computed dims are not.
+    A dim name shared by several inputs (``input_shapes``) is a group too.
+    """
+    from pytensor.graph.traversal import io_toposort
+    from pytensor.tensor.blas import BatchedDot
+    from pytensor.tensor.blockwise import Blockwise
+    from pytensor.tensor.elemwise import Elemwise
+    from pytensor.tensor.math import Dot
+
+    graph = lowered.graph
+    owner: dict[str, tuple[str, int]] = {}
+    for v in graph.inputs:
+        for axis, d in enumerate(v.type.shape):
+            if isinstance(d, str):
+                owner.setdefault(d, (v.name, axis))
+    parent = {d: d for d in owner}
+
+    def find(d):
+        while parent[d] != d:
+            parent[d] = parent[parent[d]]
+            d = parent[d]
+        return d
+
+    def union(*dims):
+        dims = sorted({d for d in dims if isinstance(d, str) and d in owner})
+        for d in dims[1:]:
+            parent[find(d)] = find(dims[0])
+
+    def union_broadcast(shapes):
+        shapes = [s for s in shapes if s is not None]
+        rank = max((len(s) for s in shapes), default=0)
+        for axis in range(rank):
+            union(*(s[axis - (rank - len(s))] for s in shapes if axis - (rank - len(s)) >= 0))
+
+    def ir_shape(var, drop_static_one=True):
+        value = lowered.values.get(var)
+        if value is None or not hasattr(var.type, "shape"):
+            return None
+        static = var.type.shape
+        return tuple(None if drop_static_one and s == 1 else d for d, s in zip(value.type.shape, static))
+
+    for node in io_toposort(lowered.input_vars, lowered.output_vars):
+        op = node.op
+        if isinstance(op, Elemwise):
+            union_broadcast([ir_shape(v) for v in node.inputs])
+        elif isinstance(op, (Dot, BatchedDot)) or (isinstance(op, Blockwise) and isinstance(op.core_op, Dot)):
+            a, b = ir_shape(node.inputs[0]), ir_shape(node.inputs[1])
+            if a and b:
+                union(a[-1], b[-2] if len(b) >= 2 else b[0])  # the contracted dims
+                if isinstance(op, BatchedDot):
+                    union(a[0], b[0])
+                elif isinstance(op, Blockwise):
+                    union_broadcast([a[:-2], b[:-2]])
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for d, where in owner.items():
+        groups.setdefault(find(d), []).append(where)
+    for v in graph.inputs:
+        for axis, d in enumerate(v.type.shape):
+            if isinstance(d, str) and owner[d] != (v.name, axis):
+                groups[find(d)].append((v.name, axis))
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _declared_inputs(model):
+    for v in model.graph.inputs:
+        dims = [d if isinstance(d, int) else d.value for d in v.shape]
+        yield v.name, v.dtype.numpy(), dims
+
+
+def check_run_inputs(model, arrays: Sequence, equal_dims: Sequence = ()) -> dict:
+    """The onnxruntime feed for ``arrays`` (one per input of ``model``, an
+    ``onnx_ir.Model``, in order), after checking each against the model's
+    declared input type.
+
+    Arrays must have the declared dtype exactly; lists and Python scalars are
+    converted to it when that loses nothing. Ranks and static dims must
+    match; a symbolic dim (``dim_param``) used by several inputs, and every
+    group of ``equal_dims`` (from ``equal_dim_groups``), must have one size.
+
+    Raises:
+        TypeError: wrong number of inputs, wrong dtype (naming the input).
+        ValueError: wrong rank, a static dim or a shared symbolic dim that
+            differs (naming the input and the axis).
+    """
+    declared = list(_declared_inputs(model))
+    if len(arrays) != len(declared):
+        raise TypeError(f"model takes {len(declared)} inputs ({', '.join(n for n, _, _ in declared)}), "
+                        f"got {len(arrays)}")
+    feed, seen = {}, {}
+    for (name, dtype, dims), a in zip(declared, arrays):
+        if isinstance(a, (np.ndarray, np.generic)):
+            arr = np.asarray(a)
+            if arr.dtype != dtype:
+                raise TypeError(f"input {name!r} must be {dtype}, got an array of {arr.dtype}")
+        else:
+            raw = np.asarray(a)
+            try:
+                arr = raw.astype(dtype) if raw.dtype.kind in "biuf" else None
+            except (ValueError, OverflowError):
+                arr = None
+            if arr is None or not np.array_equal(arr, raw, equal_nan=raw.dtype.kind == "f"):
+                raise TypeError(f"input {name!r} must be {dtype}; {a!r} does not convert exactly")
+        if arr.ndim != len(dims):
+            raise ValueError(f"input {name!r} must have rank {len(dims)}, got shape {arr.shape}")
+        for axis, (d, size) in enumerate(zip(dims, arr.shape)):
+            if isinstance(d, int) and d != size:
+                raise ValueError(f"input {name!r} axis {axis} must have size {d}, got shape {arr.shape}")
+            if isinstance(d, str):
+                if d in seen and seen[d][0] != size:
+                    other, axis0 = seen[d][1]
+                    raise ValueError(f"input {name!r} axis {axis} (dim {d!r}) has size {size}, but input "
+                                     f"{other!r} axis {axis0} has size {seen[d][0]}; they must be equal")
+                seen.setdefault(d, (size, (name, axis)))
+        feed[name] = arr
+    for group in equal_dims:
+        sizes = [(feed[n].shape[a], n, a) for n, a in group if n in feed]
+        for size, n, a in sizes[1:]:
+            if size != sizes[0][0]:
+                s0, n0, a0 = sizes[0]
+                raise ValueError(f"input {n!r} axis {a} has size {size}, but input {n0!r} axis {a0} has "
+                                 f"size {s0}: PyTensor requires them equal (no runtime broadcasting)")
+    return feed

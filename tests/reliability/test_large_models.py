@@ -1,0 +1,59 @@
+"""Models whose weights exceed the external-data threshold: compile, save
+(model + ``<file>.data``), reload, run, compare with PyTensor. The main
+suite lowers the threshold to test the path at tens of MB; the slow job
+runs a real > 2 GB model."""
+
+import numpy as np
+import onnx
+import onnx.numpy_helper
+import onnxruntime as ort
+import pytensor
+import pytensor.tensor as pt
+import pytest
+
+from compiler import compile_to_onnx
+
+
+def _model(n_rows: int, n_cols: int = 1024):
+    W = pytensor.shared(np.arange(n_rows * n_cols, dtype=np.float32).reshape(n_rows, n_cols) % 7 - 3, name="W")
+    x = pt.vector("x", dtype="float32", shape=(n_cols,))
+    return x, W, (W * x).sum(axis=1)
+
+
+def _check(tmp_path, n_rows, **options):
+    x, W, y = _model(n_rows)
+    m = compile_to_onnx([x], outputs=[y], passes=[], **options)
+    xv = np.linspace(-1, 1, 1024, dtype=np.float32)
+    want = (W.get_value() * xv).astype(np.float64).sum(axis=1).astype(np.float32)
+    assert m.uses_external_data
+    got = m.run(xv)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)
+    path = tmp_path / "big.onnx"
+    m.save(path)
+    data = tmp_path / "big.onnx.data"
+    assert data.exists() and data.stat().st_size >= W.get_value().nbytes
+    assert path.stat().st_size < 1 << 20  # the weights are not in the protobuf
+    loaded = onnx.load(str(path), load_external_data=False)
+    locations = {t.name: t.data_location for t in loaded.graph.initializer}
+    assert locations["W"] == onnx.TensorProto.EXTERNAL
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(None, {"x": xv})[0], want, rtol=1e-5, atol=1e-3)
+
+
+def test_weights_past_a_lowered_threshold_go_to_external_data(tmp_path):
+    _check(tmp_path, 16 * 1024, external_data_threshold=32 << 20)  # 64 MiB of weights
+
+
+def test_small_models_stay_one_file(tmp_path):
+    x, W, y = _model(4)
+    m = compile_to_onnx([x], outputs=[y])
+    assert not m.uses_external_data
+    m.save(tmp_path / "small.onnx")
+    assert not (tmp_path / "small.onnx.data").exists()
+    weights = {t.name: t for t in onnx.load(str(tmp_path / "small.onnx")).graph.initializer}
+    np.testing.assert_array_equal(onnx.numpy_helper.to_array(weights["W"]), W.get_value())
+
+
+@pytest.mark.slow
+def test_a_model_over_2_gb_compiles_saves_reloads_and_runs(tmp_path):
+    _check(tmp_path, 530 * 1024)  # 2.07 GiB of float32 weights, protobuf's limit as threshold

@@ -90,7 +90,8 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
                     verify_each_pass: bool = True, name: str = "main",
                     emit_options: dict | None = None,
                     input_shapes: dict | None = None, example_inputs: Sequence | None = None,
-                    check_dynamic: bool = False, value_info: bool = False) -> CompiledModel:
+                    check_dynamic: bool = False, value_info: bool = False,
+                    assertions: str = "drop") -> CompiledModel:
     """Compile a PyTensor graph into an ONNX model.
 
     Args:
@@ -119,11 +120,17 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
             sizes of every symbolic input dim and compare with PyTensor
             (``compiler.shapes.check_dynamic``).
         value_info: declare the type of every intermediate value in the model.
+        assertions: what ``CheckAndRaise``/``Assert`` nodes become (ONNX
+            cannot raise): ``"drop"`` (the guarded value; one
+            ``DroppedAssertionWarning`` lists them with their source lines)
+            or ``"nan"`` (the guarded value is NaN where a condition fails).
+            PyMC's ``CheckParameterValue`` is always ``where(cond, x, -inf)``.
 
     Returns:
         A ``CompiledModel``.
 
     Raises:
+        ValueError: an unknown ``assertions`` mode.
         compiler.errors.UnsupportedOpsError: the graph holds ops with no
             lowering (all listed, with source lines).
         ir.verifier.VerificationError: a pass broke the IR.
@@ -133,7 +140,7 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
             wrong at some size.
     """
     start = time.perf_counter()
-    lowered = lower(graph_spec(graph, outputs), bake_shared=bake_shared, name=name)
+    lowered = lower(graph_spec(graph, outputs), bake_shared=bake_shared, name=name, assertions=assertions)
     ir_graph = lowered.graph
     example_sizes = shapes.apply_input_shapes(ir_graph, lowered.input_vars, input_shapes, example_inputs)
     history: list[PassRecord] = []

@@ -5,12 +5,36 @@ line."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
 from compiler.errors import Unsupported
 from ir import DType, Graph, TensorType, Value
+
+
+ASSERTION_MODES = ("drop", "nan")
+
+
+@dataclass
+class LoweringOptions:
+    """Options of one lowering, shared by the contexts of its nested bodies.
+
+    Attributes:
+        assertions: what ``CheckAndRaise``/``Assert`` nodes become (see
+            ``rules/assertions.py``): ``"drop"`` (the guarded value, listed in
+            ``dropped``) or ``"nan"`` (the value poisoned with NaN where a
+            condition fails).
+        dropped: (op label, source line) of every assertion dropped so far.
+    """
+
+    assertions: str = "drop"
+    dropped: list = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.assertions not in ASSERTION_MODES:
+            raise ValueError(f"assertions must be one of {ASSERTION_MODES}, got {self.assertions!r}")
 
 
 class LoweringContext:
@@ -20,12 +44,14 @@ class LoweringContext:
         graph: the IR ``Graph`` under construction.
         values: PyTensor Variable -> IR Value, for every variable lowered so far.
         source: the source line (``file:line``) of the node being lowered.
+        options: the ``LoweringOptions`` (shared with nested bodies).
     """
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, options: LoweringOptions | None = None):
         self.graph = graph
         self.values: dict[Any, Value] = {}
         self.source: str | None = None
+        self.options = options if options is not None else LoweringOptions()
         self._const_cache: dict[tuple, Value] = {}
 
     # -- reading inputs ----------------------------------------------------

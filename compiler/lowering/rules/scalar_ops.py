@@ -86,7 +86,8 @@ def lower_scalar_graph(ctx: LoweringContext, inputs: Sequence, outputs: Sequence
         One IR value per scalar output, with the output's dtype.
 
     Raises:
-        Unsupported: some inner scalar op has no exact lowering.
+        Unsupported: some inner scalar ops have no exact lowering (all of
+            them are named).
     """
     env: dict = {}
     deps: dict = {}  # scalar variable -> bitmask of the inputs it broadcasts over
@@ -102,14 +103,22 @@ def lower_scalar_graph(ctx: LoweringContext, inputs: Sequence, outputs: Sequence
             deps[var] = 0
         return env[var]
 
+    missing_ops: dict[str, None] = {}  # every unsupported scalar op, reported together
     for node in io_toposort(list(inputs), list(outputs)):
         node_args = [value(v) for v in node.inputs]
         mask = 0
         for v in node.inputs:
             mask |= deps[v]
-        for var, result in zip(node.outputs, lower_scalar_node(ctx, node, node_args), strict=True):
+        try:
+            results = lower_scalar_node(ctx, node, node_args)
+        except Unsupported as e:
+            missing_ops[str(e)] = None
+            results = [ctx.scalar(0, ir_dtype(v)) for v in node.outputs]  # stand-ins, to go on
+        for var, result in zip(node.outputs, results, strict=True):
             env[var] = result
             deps[var] = mask
+    if missing_ops:
+        raise Unsupported("; ".join(missing_ops))
     everything = (1 << len(args)) - 1
     results = []
     for var in outputs:

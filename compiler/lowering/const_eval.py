@@ -42,6 +42,7 @@ class ConstantEvaluator:
 
     def __init__(self, nodes: Sequence, constant_vars: set, max_elements: int = DEFAULT_MAX_ELEMENTS):
         self.max_elements = max_elements
+        self._cache: dict = {}
         self.constant = set(constant_vars)
         for node in nodes:
             if node.inputs and all(isinstance(v, Constant) or v in self.constant for v in node.inputs):
@@ -50,6 +51,20 @@ class ConstantEvaluator:
     def is_constant(self, node) -> bool:
         """Whether every input of Apply ``node`` is constant."""
         return bool(node.outputs) and all(o in self.constant for o in node.outputs)
+
+    def value(self, var) -> np.ndarray | None:
+        """The value of constant tensor variable ``var`` (None when it is not
+        constant, too big, or PyTensor cannot evaluate it): how a rule that
+        needs a compile-time value (an axis, a shape) reads one computed from
+        constants, e.g. PyMC's ``switch(axis >= 0, axis, ndim + axis)``."""
+        if var not in self.constant or var.owner is None or not hasattr(var.type, "dtype"):
+            return None
+        if var not in self._cache:
+            try:
+                self._cache[var] = self.evaluate(var.owner)[var.owner.outputs.index(var)]
+            except ValueError:
+                self._cache[var] = None
+        return self._cache[var]
 
     def evaluate(self, node) -> list[np.ndarray]:
         """The values of ``node``'s outputs (a constant node), computed by PyTensor.

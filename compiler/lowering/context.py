@@ -52,6 +52,7 @@ class LoweringContext:
         self.values: dict[Any, Value] = {}
         self.source: str | None = None
         self.options = options if options is not None else LoweringOptions()
+        self.constants = None  # a const_eval.ConstantEvaluator for the top-level graph
         self._const_cache: dict[tuple, Value] = {}
 
     # -- reading inputs ----------------------------------------------------
@@ -73,13 +74,16 @@ class LoweringContext:
         return v
 
     def constant_value(self, var) -> np.ndarray | None:
-        """The NumPy value of ``var`` if it is a PyTensor constant or lowers to an
-        IR constant, else None."""
+        """The NumPy value of ``var`` if it is a PyTensor constant, lowers to an
+        IR constant, or is computed from constants only (evaluated by
+        PyTensor, ``const_eval.py``), else None."""
         data = getattr(var, "data", None)
         if data is not None and hasattr(var.type, "dtype"):
             return np.asarray(data, dtype=var.type.dtype)
         v = self.values.get(var)
-        return v.const if v is not None else None
+        if v is not None and v.const is not None:
+            return v.const
+        return self.constants.value(var) if self.constants is not None else None
 
     # -- building IR -------------------------------------------------------
     def const(self, array, dtype: DType | str | None = None, name: str = "const") -> Value:

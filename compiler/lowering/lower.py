@@ -129,7 +129,7 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
         input_vars.append(var)
 
     roots = spec.inputs + extra_shared
-    constants = ConstantEvaluator(io_toposort(roots, spec.outputs), set(baked))
+    constants = ctx.constants = ConstantEvaluator(io_toposort(roots, spec.outputs), set(baked))
     lower_apply_nodes(ctx, roots, spec.outputs, constants=constants)
     graph.set_outputs([ctx.get(v) for v in spec.outputs])
     if options.dropped:

@@ -5,6 +5,7 @@ COps and PyTensor 3's symbolic ops), ``SoftmaxGrad`` and ``CumOp``."""
 from __future__ import annotations
 
 import pytensor.scalar as ps
+from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor import special
 from pytensor.tensor.elemwise import CAReduce
 from pytensor.tensor.extra_ops import CumOp
@@ -14,7 +15,7 @@ from compiler.errors import Unsupported
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.graph_ops import lower_op_from_graph
-from compiler.lowering.rules.scalar_ops import shape_of
+from compiler.lowering.rules.scalar_ops import lower_scalar_graph, shape_of
 from ir import DType, Value
 
 BOOL = DType.BOOL
@@ -42,6 +43,10 @@ def lower_careduce(ctx: LoweringContext, node) -> list[Value]:
     dtype; Sum/Prod go through the accumulator (float32 sums in float64).
     ``ProdWithoutZeros`` multiplies the nonzero entries (0 when all are zero).
 
+    A fused ``CAReduce{Composite{op(acc, g(x))}}`` (PyTensor 2.38's
+    ``local_careduce_fusion`` in compiled graphs; its C code starts the
+    accumulator at ``op``'s identity) is the reduction by ``op`` of ``g(x)``.
+
     Raises:
         Unsupported: other scalar ops, or bitwise and/or reductions of ints.
     """
@@ -52,7 +57,10 @@ def lower_careduce(ctx: LoweringContext, node) -> list[Value]:
     axes = tuple(range(x.rank)) if op.axis is None else tuple(op.axis)
     if isinstance(op.scalar_op, MulWithoutZeros):
         return [ctx.cast(_prod_without_zeros(ctx, ctx.cast(x, acc), axes), out)]
-    reducer = next((REDUCERS[c] for c in type(op.scalar_op).__mro__ if c in REDUCERS), None)
+    scalar_op = op.scalar_op
+    if isinstance(scalar_op, ps.Composite):
+        x, scalar_op = _unfuse(ctx, scalar_op, x)
+    reducer = next((REDUCERS[c] for c in type(scalar_op).__mro__ if c in REDUCERS), None)
     if reducer is None:
         raise Unsupported(f"reduction with scalar op {op.scalar_op} has no IR equivalent")
     if reducer in ("reduce_all", "reduce_any"):
@@ -69,6 +77,26 @@ def lower_careduce(ctx: LoweringContext, node) -> list[Value]:
     if axes:  # CAReduce over no axes only casts
         value = ctx.add(reducer, [value], {"axes": axes, "keepdims": False})
     return [ctx.cast(value, out)]
+
+
+def _unfuse(ctx: LoweringContext, composite, x: Value) -> tuple[Value, object]:
+    """Split a fused reduction's ``Composite{op(acc, g(x))}`` into ``g(x)``
+    (lowered elementwise on ``x``) and the scalar op ``op`` that reduces it.
+
+    Raises:
+        Unsupported: the composite is not of that form.
+    """
+    fg = composite.fgraph
+    acc, item = fg.inputs if len(fg.inputs) == 2 else (None, None)
+    out = fg.outputs[0] if len(fg.outputs) == 1 else None
+    if acc is None or out is None or out.owner is None or len(out.owner.inputs) != 2 or \
+            acc not in out.owner.inputs or not isinstance(out.owner.op, tuple(REDUCERS)):
+        raise Unsupported(f"fused reduction with scalar op {composite} has no IR equivalent")
+    mapped = out.owner.inputs[1] if out.owner.inputs[0] is acc else out.owner.inputs[0]
+    if acc in graph_inputs([mapped]):
+        raise Unsupported(f"fused reduction with scalar op {composite} has no IR equivalent")
+    (value,) = lower_scalar_graph(ctx, [item], [mapped], [x])
+    return value, out.owner.op
 
 
 def _prod_without_zeros(ctx: LoweringContext, x: Value, axes: tuple) -> Value:

@@ -384,8 +384,40 @@ def shape_cases():
             yield Case("range", tuple(np.array(v, dtype.numpy) for v in (a, b, c)))
 
 
+# Special functions (ir/ops/special.py): the interpreter's reference is SciPy,
+# itself off by up to ~1e-14 relative in places (erfc for large x, psi near
+# its negative zeros), so this table checks structure, dtypes and NaN/inf
+# positions at a loose 64 ulp; tests/numerics/test_special_functions.py
+# asserts each function's contract bound against mpmath.
+SPECIAL_VALUES = {
+    "gammaln": [0.5, 1.0, 2.0, 2.5, 7.3, 30.0, 1e-5, -0.5, -2.5, -7.3, 0.0, -3.0],
+    "gamma": [0.5, 1.0, 2.5, 7.3, 30.0, 1e-5, -0.5, -2.5, -7.3, 0.0, -0.0, -3.0],
+    "psi": [0.5, 1.0, 2.5, 7.3, 30.0, 1e-5, -0.5, -2.5, 0.0, -0.0, -3.0],
+    "trigamma": [0.5, 1.0, 2.5, 7.3, 30.0, 1e-5, -0.5, -2.5, 0.0, -3.0],
+    "erfc": [0.0, 0.5, -0.5, 1.5, -1.5, 5.0, 9.0, -9.0, 20.0],
+    "erfcx": [0.0, 0.5, -0.5, 1.5, -1.5, 5.0, 9.0, -9.0, 30.0, 1e5],
+    "erfinv": [0.0, 0.3, -0.3, 0.7, -0.9, 0.999, 1.0, -1.0, 1.5],
+    "erfcinv": [0.0, 0.3, 1.0, 1.3, 1.9, 2.0, 1e-10, 2.5, -0.5],
+    "i0": [0.0, 0.5, -0.5, 3.0, 9.0, -20.0, 100.0], "i1": [0.0, 0.5, -0.5, 3.0, 9.0, -20.0, 100.0],
+    "i0e": [0.0, 0.5, -0.5, 3.0, 9.0, -20.0, 1e4], "i1e": [0.0, 0.5, -0.5, 3.0, 9.0, -20.0, 1e4],
+    "i2e": [0.0, 0.5, -0.5, 1.9, 2.0, 3.0, 9.0, -20.0, 1e4],
+}
+ULPS |= {op: 64 for op in SPECIAL_VALUES} | {"atan2": 2}
+
+
+def special_cases():
+    for op, vals in SPECIAL_VALUES.items():
+        for dtype in FLOATS:
+            with np.errstate(over="ignore"):  # 1e5 is inf in float16
+                yield Case(op, (np.array(vals + [np.nan, np.inf, -np.inf], dtype.numpy),))
+    for dtype in FLOATS:
+        v = floats(dtype)
+        yield Case("atan2", grid(v, v))
+
+
 def all_cases():
     yield from unary_cases()
+    yield from special_cases()
     yield from binary_cases()
     yield from pow_cases()
     yield from where_clip_cast_cases()

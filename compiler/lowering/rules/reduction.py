@@ -5,7 +5,7 @@ COps and PyTensor 3's symbolic ops), ``SoftmaxGrad`` and ``CumOp``."""
 from __future__ import annotations
 
 import pytensor.scalar as ps
-from pytensor.graph.traversal import graph_inputs
+from pytensor.graph.traversal import ancestors
 from pytensor.tensor import special
 from pytensor.tensor.elemwise import CAReduce
 from pytensor.tensor.extra_ops import CumOp
@@ -43,10 +43,6 @@ def lower_careduce(ctx: LoweringContext, node) -> list[Value]:
     dtype; Sum/Prod go through the accumulator (float32 sums in float64).
     ``ProdWithoutZeros`` multiplies the nonzero entries (0 when all are zero).
 
-    A fused ``CAReduce{Composite{op(acc, g(x))}}`` (PyTensor 2.38's
-    ``local_careduce_fusion`` in compiled graphs; its C code starts the
-    accumulator at ``op``'s identity) is the reduction by ``op`` of ``g(x)``.
-
     Raises:
         Unsupported: other scalar ops, or bitwise and/or reductions of ints.
     """
@@ -55,48 +51,51 @@ def lower_careduce(ctx: LoweringContext, node) -> list[Value]:
     out = ir_dtype(node.outputs[0])
     acc = DType.from_numpy(op.acc_dtype) if op.acc_dtype is not None else out
     axes = tuple(range(x.rank)) if op.axis is None else tuple(op.axis)
-    if isinstance(op.scalar_op, MulWithoutZeros):
-        return [ctx.cast(_prod_without_zeros(ctx, ctx.cast(x, acc), axes), out)]
     scalar_op = op.scalar_op
     if isinstance(scalar_op, ps.Composite):
         x, scalar_op = _unfuse(ctx, scalar_op, x)
+    if isinstance(scalar_op, MulWithoutZeros):
+        return [ctx.cast(_prod_without_zeros(ctx, ctx.cast(x, acc), axes), out)]
     reducer = next((REDUCERS[c] for c in type(scalar_op).__mro__ if c in REDUCERS), None)
     if reducer is None:
-        raise Unsupported(f"reduction with scalar op {op.scalar_op} has no IR equivalent")
+        raise Unsupported(f"reduction with scalar op {scalar_op} has no IR equivalent")
     if reducer in ("reduce_all", "reduce_any"):
         if x.dtype != BOOL:
-            raise Unsupported(f"bitwise {op.scalar_op} reduction of {x.dtype} has no IR equivalent")
+            raise Unsupported(f"bitwise {scalar_op} reduction of {x.dtype} has no IR equivalent")
         acc = BOOL
     elif reducer in EXACT_IN_ANY_DTYPE:
         acc = x.dtype
         if acc == BOOL:
             reducer = ON_BOOL[reducer]
     elif acc == BOOL:
-        raise Unsupported(f"{op.scalar_op} reduction with a bool accumulator")
+        raise Unsupported(f"{scalar_op} reduction with a bool accumulator")
     value = ctx.cast(x, acc)
     if axes:  # CAReduce over no axes only casts
         value = ctx.add(reducer, [value], {"axes": axes, "keepdims": False})
     return [ctx.cast(value, out)]
 
 
-def _unfuse(ctx: LoweringContext, composite, x: Value) -> tuple[Value, object]:
-    """Split a fused reduction's ``Composite{op(acc, g(x))}`` into ``g(x)``
-    (lowered elementwise on ``x``) and the scalar op ``op`` that reduces it.
+def _unfuse(ctx: LoweringContext, composite, x: Value):
+    """Split a fused reduction's scalar op (PyTensor 2.38's ``local_careduce_fusion``
+    builds ``Composite{(acc, x) -> [cast](reduce_op(acc, f(x)))}`` with ``reduce_op``
+    Add or Mul) into ``(f(x) lowered elementwise, reduce_op)``: reducing
+    ``f(x)`` from the op's identity is what the fused loop computes.
 
     Raises:
-        Unsupported: the composite is not of that form.
+        Unsupported: a Composite of another shape.
     """
     fg = composite.fgraph
-    acc, item = fg.inputs if len(fg.inputs) == 2 else (None, None)
-    out = fg.outputs[0] if len(fg.outputs) == 1 else None
-    if acc is None or out is None or out.owner is None or len(out.owner.inputs) != 2 or \
-            acc not in out.owner.inputs or not isinstance(out.owner.op, tuple(REDUCERS)):
-        raise Unsupported(f"fused reduction with scalar op {composite} has no IR equivalent")
-    mapped = out.owner.inputs[1] if out.owner.inputs[0] is acc else out.owner.inputs[0]
-    if acc in graph_inputs([mapped]):
-        raise Unsupported(f"fused reduction with scalar op {composite} has no IR equivalent")
-    (value,) = lower_scalar_graph(ctx, [item], [mapped], [x])
-    return value, out.owner.op
+    acc_var, elem_var = fg.inputs if len(fg.inputs) == 2 else (None, None)
+    (result,) = fg.outputs
+    if result.owner is not None and isinstance(result.owner.op, ps.Cast):
+        result = result.owner.inputs[0]
+    top = result.owner
+    if (acc_var is None or top is None or not isinstance(top.op, (ps.Add, ps.Mul)) or len(top.inputs) != 2
+            or top.inputs[0] is not acc_var or acc_var in ancestors([top.inputs[1]])):
+        raise Unsupported(f"reduction with scalar op {composite} is not an elementwise map followed by "
+                          "a sum or product")
+    (elem,) = lower_scalar_graph(ctx, [elem_var], [top.inputs[1]], [x])
+    return elem, top.op
 
 
 def _prod_without_zeros(ctx: LoweringContext, x: Value, axes: tuple) -> Value:

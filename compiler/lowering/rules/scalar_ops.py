@@ -37,6 +37,7 @@ from compiler.errors import LoweringError, Unsupported
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import class_table_decorator, find_in_mro
 from ir import DType, Value
+from ir.ops import get_op
 
 ScalarRule = Callable[[LoweringContext, object, list], list]
 
@@ -194,6 +195,10 @@ ARITHMETIC = {
     ps.Sinh: "sinh", ps.Cosh: "cosh", ps.Tanh: "tanh",
     ps.ArcSinh: "asinh", ps.ArcCosh: "acosh", ps.ArcTanh: "atanh",
     psm.Erf: "erf",
+    # special functions (ir/ops/special.py; model-local ONNX functions when emitted)
+    psm.GammaLn: "gammaln", psm.Gamma: "gamma", psm.Psi: "psi", psm.TriGamma: "trigamma",
+    psm.Erfc: "erfc", psm.Erfcx: "erfcx", psm.Erfinv: "erfinv", psm.Erfcinv: "erfcinv",
+    psm.I0: "i0", psm.I1: "i1", ps.ArcTan2: "atan2",
     psm.Sigmoid: "sigmoid",
     psm.Softplus: "softplus",
     ps.Floor: "floor", ps.Ceil: "ceil", ps.Trunc: "trunc",  # int inputs give floats (upgrade_to_float)
@@ -306,6 +311,65 @@ def _log1mexp(ctx, node, args):
     via_exp = ctx.add("log1p", [ctx.add("neg", [ctx.add("exp", [x])])])
     via_expm1 = ctx.add("log", [ctx.add("neg", [ctx.add("expm1", [x])])])
     return [ctx.add("where", [small, via_exp, via_expm1])]
+
+
+def _known_value(value: Value, depth: int = 8) -> np.ndarray | None:
+    """The value of ``value`` when it is a constant or computed from constants
+    only (a DimShuffle of a constant, or ``v - 1`` in a gradient), evaluated
+    with the IR ops' reference semantics; else None."""
+    if value.const is not None:
+        return value.const
+    node = value.producer
+    if node is None or depth == 0 or node.subgraphs:
+        return None
+    inputs = [_known_value(v, depth - 1) for v in node.inputs]
+    if any(v is None for v in inputs):
+        return None
+    return get_op(node.op).evaluate(inputs, node.attrs)[value.index]
+
+
+def _constant_order(node, args, what: str) -> int:
+    """The integer first input (an order) of a PolyGamma/Ive/Iv node, which must
+    be one constant value. Raises Unsupported otherwise."""
+    order = _known_value(args[0])
+    if order is None or np.unique(order).size != 1 or float(np.ravel(order)[0]) != int(np.ravel(order)[0]):
+        raise Unsupported(f"{type(node.op).__name__} with a non-constant or non-integer {what} has no "
+                          "accurate ONNX form (only constant orders with a closed form are supported)")
+    return int(np.ravel(order)[0])
+
+
+@scalar_rule(psm.PolyGamma)
+def _polygamma(ctx, node, args):
+    # PolyGamma.impl: scipy.special.polygamma(n, x); n = 0 is psi, n = 1 trigamma
+    n = _constant_order(node, args, "order n")
+    if n not in (0, 1):
+        raise Unsupported(f"PolyGamma of order {n} (only orders 0 and 1, psi and trigamma, are lowered; "
+                          "higher orders need the Hurwitz zeta function)")
+    return [ctx.add("psi" if n == 0 else "trigamma", [ctx.cast(args[1], out_dtype(node))])]
+
+
+def _bessel_i(scaled: bool):
+    # Ive.impl / Iv.impl: scipy.special.ive(v, x) / iv(v, x); I_{-n} = I_n for integer n
+    def rule(ctx, node, args):
+        v = abs(_constant_order(node, args, "order v"))
+        if v > 2:
+            raise Unsupported(f"{type(node.op).__name__} of order {v} (only orders 0, 1 and 2 are lowered; "
+                              "general orders need Temme's method, which has no closed form)")
+        dtype = out_dtype(node)
+        x = ctx.cast(args[1], dtype)
+        if v == 2:  # the gradients of i1 and i1e read order 2
+            y = ctx.add("i2e", [x])
+            if scaled:
+                return [y]
+            half = ctx.add("exp", [ctx.add("mul", [ctx.add("abs", [x]), ctx.scalar(0.5, dtype)])])
+            return [ctx.add("mul", [ctx.add("mul", [y, half]), half])]
+        return [ctx.add(("i0" if v == 0 else "i1") + ("e" if scaled else ""), [x])]
+    return rule
+
+
+scalar_rule(psm.Ive)(_bessel_i(scaled=True))
+if hasattr(psm, "Iv"):  # PyTensor 2.x (3.0 has no Iv)
+    scalar_rule(psm.Iv)(_bessel_i(scaled=False))
 
 
 @scalar_rule(MulWithoutZeros)

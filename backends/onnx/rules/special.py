@@ -1,0 +1,39 @@
+"""Rules for the special functions (``ir/ops/special.py``): each is a call
+of a model-local ONNX function in the ``pytensor_onnx`` domain, one function
+per op and dtype (overload ``float64``/``float32``/``float16``), defined
+once and shared by every call site (onnxruntime inlines it when it loads
+the model; ``onnx.inliner.inline_local_functions`` does the same offline).
+
+The function bodies are the float64 algorithms of ``special_f64.py``.
+float32 and float16 inputs are cast to float64, computed there and rounded
+once, so their results are the correctly rounded float64 value to within
+the float64 bound (at most one ulp of the narrow type off the exact value).
+"""
+
+from __future__ import annotations
+
+from backends.onnx.registry import emits
+from backends.onnx.rules.common import F64
+from backends.onnx.rules.special_f64 import FORMULAS
+
+# IR op -> model-local function name
+FUNCTION_NAMES = {"gammaln": "GammaLn", "gamma": "Gamma", "psi": "Digamma", "trigamma": "Trigamma",
+                  "erfc": "Erfc", "erfcx": "Erfcx", "erfinv": "ErfInv", "erfcinv": "ErfcInv", "i0": "BesselI0",
+                  "i1": "BesselI1", "i0e": "BesselI0e", "i1e": "BesselI1e", "i2e": "BesselI2e", "atan2": "Atan2"}
+
+
+def _body(op: str, dtype):
+    fn = FORMULAS[op]
+
+    def body(c, *params):
+        if dtype == F64:
+            return fn(c, *params)
+        return c.cast(fn(c, *(c.cast(p, F64) for p in params)), dtype)
+    return body
+
+
+@emits(*FUNCTION_NAMES)
+def special_function(ctx, node, *xs):
+    """A call of the op's model-local function for the input dtype (see the module doc)."""
+    dtype = node.inputs[0].dtype
+    return ctx.call_function(FUNCTION_NAMES[node.op], str(dtype), list(xs), _body(node.op, dtype))

@@ -1,0 +1,80 @@
+"""Special functions: the gamma family, the error-function family, modified
+Bessel functions of order 0 and 1, and ``atan2``. All are elementwise on
+floats and broadcast like NumPy.
+
+The reference semantics are ``scipy.special`` (``np.arctan2`` for
+``atan2``), which PyTensor's scalar ops call in their ``impl``; where SciPy's
+value at an infinity is not the mathematical limit the IR op takes the limit
+and says so:
+
+* ``i0(+-inf) = +inf`` and ``i1(+-inf) = +-inf`` (SciPy 1.17 returns NaN:
+  ``exp(inf) * c / sqrt(inf)``);
+* ``i2e(+-inf) = 0`` (``ive(2, x)``; SciPy returns NaN);
+* ``gammaln(-inf) = +inf`` (C's ``lgamma``, which PyTensor's C and Numba
+  backends call; SciPy returns -inf).
+
+Poles follow SciPy: ``gammaln`` is +inf at 0 and at the negative integers;
+``gamma`` is +-inf at +-0 and NaN at the negative integers; ``psi`` is -inf
+at +0, +inf at -0 and NaN at the negative integers; ``trigamma`` is +inf at
+0 and at the negative integers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.special as sp
+
+from ir.ops.common import broadcast_shapes, check_dtype, same_dtype
+from ir.ops.registry import OpDef, register
+from ir.types import TensorType
+
+
+def _limit_inf(fn, odd: bool):
+    """``fn`` with ``+inf`` at ``+inf`` and (``odd``: ``-inf``, else ``+inf``) at ``-inf``."""
+    def wrapped(x):
+        with np.errstate(all="ignore"):
+            y = np.asarray(fn(x), dtype=x.dtype)
+        return np.where(np.isinf(x), np.where(x < 0, -np.inf if odd else np.inf, np.inf), y).astype(x.dtype)
+    return wrapped
+
+
+def _in_dtype(fn):
+    """``fn`` computed in float64 and rounded to the input's dtype (SciPy's float32
+    loops round the same float64 results, except ``gammaln``'s float32 loop, which
+    is already float64 inside)."""
+    def wrapped(x):
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(x.astype(np.float64))).astype(x.dtype)
+    return wrapped
+
+
+UNARY_SPECIAL = {
+    "gammaln": _limit_inf(sp.gammaln, odd=False), "gamma": sp.gamma, "psi": sp.psi, "trigamma": lambda x: sp.polygamma(1, x),
+    "erfc": sp.erfc, "erfcx": sp.erfcx, "erfinv": sp.erfinv, "erfcinv": sp.erfcinv,
+    "i0": _limit_inf(sp.i0, odd=False), "i1": _limit_inf(sp.i1, odd=True), "i0e": sp.i0e, "i1e": sp.i1e,
+    "i2e": lambda x: np.where(np.isinf(x), 0.0, sp.ive(2, x)),
+}
+
+
+def _unary(name: str, fn) -> None:
+    def infer(types, attrs, consts):
+        check_dtype(types[0], "f", name)
+        return [types[0]]
+
+    evaluate_fn = _in_dtype(fn)
+    register(OpDef(name, infer, lambda args, attrs: [evaluate_fn(args[0])], 1,
+                   doc=f"scipy.special.{name} elementwise (see ir/ops/special.py for limits)"))
+
+
+for _name, _fn in UNARY_SPECIAL.items():
+    _unary(_name, _fn)
+
+
+def _atan2_infer(types, attrs, consts):
+    same_dtype(types, "atan2")
+    check_dtype(types[0], "f", "atan2")
+    return [TensorType(types[0].dtype, broadcast_shapes([t.shape for t in types], "atan2"))]
+
+
+register(OpDef("atan2", _atan2_infer, lambda args, attrs: [np.arctan2(*args).astype(args[0].dtype)], 2,
+               doc="np.arctan2(y, x) with broadcasting (PyTensor ArcTan2)"))

@@ -21,10 +21,13 @@ from tests.helpers import REFERENCE_MODE  # noqa: E402
 from tests.pymc.forms import FORMS, build_form, random_points  # noqa: E402
 from tests.pymc.models import MODELS  # noqa: E402
 
-# Models whose graphs need special functions (gammaln, psi: branch i8a) or,
-# for LKJ's raw graph, Blockwise(ARange) over a batch of observations.
-NEEDS_MORE = {
-    ("student_t", f) for f in FORMS} | {("beta_binomial", f) for f in FORMS} | {("lkj_mvnormal", "raw")}
+# LKJ's raw graph needs Blockwise(ARange) over a batch of observations.
+NEEDS_MORE = {("lkj_mvnormal", "raw")}
+# The raw StudentT graph's gradient w.r.t. log(nu) sums psi((nu+1)/2) -
+# psi(nu/2) terms of size ~1 over the observations into a result ~0.07:
+# a cancellation of ~1e3, so a 1-ulp difference between our psi and SciPy's
+# shows as ~1e-13 absolute (1.1e-12 relative to the result). Allowed: 1e-11.
+TOLERANCE = {("student_t", "raw"): 1e-11}
 
 
 def _reference(model):
@@ -80,4 +83,5 @@ def test_model_form_matches_reference(models, name, form):
         for i, (g, w) in enumerate(zip(got, want)):
             assert g.dtype == np.float64 and g.shape == np.shape(w)
             scale = max(np.max(np.abs(w)), 1e-300)
-            assert np.max(np.abs(g - w)) <= 1e-12 * scale, f"{name}/{form} output {i}"
+            tol = TOLERANCE.get((name, form), 1e-12)
+            assert np.max(np.abs(g - w)) <= tol * scale, f"{name}/{form} output {i}"

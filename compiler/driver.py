@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 
 from backends.onnx import emit_model
+from backends.onnx.context import NUMERICS
 from compiler import shapes
 from compiler.lowering import graph_spec, lower
 from ir import Graph
@@ -91,7 +92,7 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
                     emit_options: dict | None = None,
                     input_shapes: dict | None = None, example_inputs: Sequence | None = None,
                     check_dynamic: bool = False, value_info: bool = False,
-                    assertions: str = "drop") -> CompiledModel:
+                    numerics: str = "fast", assertions: str = "drop") -> CompiledModel:
     """Compile a PyTensor graph into an ONNX model.
 
     Args:
@@ -125,12 +126,19 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
             ``DroppedAssertionWarning`` lists them with their source lines)
             or ``"nan"`` (the guarded value is NaN where a condition fails).
             PyMC's ``CheckParameterValue`` is always ``where(cond, x, -inf)``.
+        numerics: ``"fast"`` (default): the fastest ONNX form within the
+            numerics contract (README "Numerics contract": exact dtypes,
+            integer results, rounding, comparisons, NaN/inf positions and
+            shapes; float values within a bound per op family; the sign of
+            a zero may differ). ``"strict"``: the bit-exact forms wherever
+            the emitter has them (NumPy's sign of zero included).
 
     Returns:
         A ``CompiledModel``.
 
     Raises:
-        ValueError: an unknown ``assertions`` mode.
+        ValueError: an unknown ``assertions`` mode; ``numerics`` is not ``"fast"`` or ``"strict"``, or
+            ``emit_options`` also sets it.
         compiler.errors.UnsupportedOpsError: the graph holds ops with no
             lowering (all listed, with source lines).
         ir.verifier.VerificationError: a pass broke the IR.
@@ -139,6 +147,10 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
         compiler.shapes.DynamicShapeError: ``check_dynamic`` found the model
             wrong at some size.
     """
+    if numerics not in NUMERICS:
+        raise ValueError(f"numerics={numerics!r}: must be one of {', '.join(map(repr, NUMERICS))}")
+    if emit_options and "numerics" in emit_options:
+        raise ValueError("pass numerics to compile_to_onnx, not in emit_options")
     start = time.perf_counter()
     lowered = lower(graph_spec(graph, outputs), bake_shared=bake_shared, name=name, assertions=assertions)
     ir_graph = lowered.graph
@@ -159,7 +171,7 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
     record("lowered", True, time.perf_counter() - start)
     pipeline = resolve_passes(DEFAULT_PIPELINE if passes is None else passes)
     run_pipeline(ir_graph, pipeline, lambda p, g, changed, s: record(p.name, changed, s))
-    model = emit_model(ir_graph, opset=opset, value_info=value_info, **(emit_options or {}))
+    model = emit_model(ir_graph, opset=opset, value_info=value_info, numerics=numerics, **(emit_options or {}))
     compiled = CompiledModel(model, ir_graph, history, [v.name for v in ir_graph.inputs],
                              [o.name for o in model.graph.output], time.perf_counter() - start)
     if check_dynamic:

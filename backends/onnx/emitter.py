@@ -28,8 +28,8 @@ MIN_OPSET = 18
 PRODUCER = "pytensor-onnx"
 
 
-def emit_model(graph: Graph, *, opset: int = 18, float64_conv: str = "error", silu: str = "function",
-               gelu: str = "function", max_pool_nan: str = "native",
+def emit_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float64_conv: str = "error",
+               silu: str = "auto", gelu: str = "function", max_pool_nan: str = "native",
                value_info: bool = False) -> onnx.ModelProto:
     """Emit ``graph`` as an ONNX model.
 
@@ -37,7 +37,7 @@ def emit_model(graph: Graph, *, opset: int = 18, float64_conv: str = "error", si
         graph: a verified IR graph (control-flow ops included).
         opset: the default-domain opset to import; the rules use opset-18
             operator forms, which later opsets keep.
-        float64_conv, silu, gelu, max_pool_nan: see ``EmitOptions``
+        numerics, float64_conv, silu, gelu, max_pool_nan: see ``EmitOptions``
             (ValueError for a value it does not list).
         value_info: also declare the type of every node output (ONNX
             ``value_info``), symbolic dims included.
@@ -52,7 +52,8 @@ def emit_model(graph: Graph, *, opset: int = 18, float64_conv: str = "error", si
     """
     if opset < MIN_OPSET:
         raise EmitError(f"opset {opset} is not supported: the ONNX rules need opset >= {MIN_OPSET}")
-    options = EmitOptions(float64_conv=float64_conv, silu=silu, gelu=gelu, max_pool_nan=max_pool_nan)
+    options = EmitOptions(numerics=numerics, float64_conv=float64_conv, silu=silu, gelu=gelu,
+                          max_pool_nan=max_pool_nan)
     namer = Namer()
     ctx = EmitContext(namer, options, opset)
     env: dict[Value, oir.Value] = {}

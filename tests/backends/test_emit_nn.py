@@ -79,8 +79,9 @@ def graph_of(case: NNCase) -> Graph:
 
 
 def emitted(graph: Graph, **options) -> onnx.ModelProto:
-    """Emit with ``options`` and run the full ONNX checker."""
-    model = emit_model(graph, **options)
+    """Emit with ``options`` (``numerics="strict"``, the bit-exact forms,
+    unless given) and run the full ONNX checker."""
+    model = emit_model(graph, **{"numerics": "strict", **options})
     onnx.checker.check_model(model, full_check=True)
     return model
 

@@ -10,7 +10,7 @@ never divides by zero or computes ``INT_MIN / -1`` (both trap on x86).
 
 from __future__ import annotations
 
-from backends.onnx.rules.common import B, F16, F32, I64, U64, in_f32, signbit, where, zero
+from backends.onnx.rules.common import B, F16, F32, I64, U64, in_f32, signbit, signed_zeros, where, zero
 from backends.onnx.registry import emits
 
 
@@ -52,7 +52,9 @@ def floor_div(ctx, node, a, b):
 def _with_zero_sign(ctx, y, negative, dtype):
     """``y`` with its zeros made -0.0 where ``negative`` holds. ``y`` must hold
     +0.0 there (a Where of the constant 0): multiplying by -1 is then exact,
-    and no selected -0.0 is left to onnxruntime's Where (see ``common.where``)."""
+    and no selected -0.0 is left to onnxruntime's Where (see ``common.where``).
+    Only under ``numerics="strict"`` (the callers skip it under ``"fast"``,
+    where those zeros stay +0.0)."""
     return ctx.op("Mul", y, ctx.op("Where", negative, ctx.const(-1, dtype), ctx.const(1, dtype)))
 
 
@@ -62,7 +64,7 @@ def float_floor_div(ctx, a, b, dtype):
         b == 0: a / b
         mod = fmod(a, b); div = (a - mod) / b
         if mod != 0 and (b < 0) != (mod < 0): div -= 1
-        div == 0: copysign(0, a / b)
+        div == 0: copysign(0, a / b)   (+0.0 under numerics="fast")
         else: fl = floor(div); fl + 1 if div - fl > 0.5 else fl
     """
     zero_, one_ = ctx.const(0, dtype), ctx.const(1, dtype)
@@ -77,6 +79,8 @@ def float_floor_div(ctx, a, b, dtype):
     quotient = ctx.op("Div", a, b)  # +/-inf or NaN where b == 0, never a zero
     div_zero, b_zero = ctx.op("Equal", div, zero_), ctx.op("Equal", b, zero_)
     y = ctx.op("Where", b_zero, quotient, ctx.op("Where", div_zero, zero_, fl))
+    if not signed_zeros(ctx):
+        return y
     negative = ctx.op("And", ctx.op("And", div_zero, ctx.op("Not", b_zero)), signbit(ctx, quotient, dtype))
     return _with_zero_sign(ctx, y, negative, dtype)
 
@@ -86,7 +90,7 @@ def float_mod(ctx, a, b, dtype):
 
         mod = fmod(a, b)           (NaN when b == 0)
         mod != 0 and (b < 0) != (mod < 0): mod + b
-        mod == 0: copysign(0, b)
+        mod == 0: copysign(0, b)       (+0.0 under numerics="fast")
     """
     zero_ = ctx.const(0, dtype)
     mod = ctx.op("Mod", a, b, fmod=1)
@@ -94,6 +98,8 @@ def float_mod(ctx, a, b, dtype):
     is_zero = ctx.op("Equal", mod, zero_)
     adjust = ctx.op("And", wrong_sign, ctx.op("Not", is_zero))
     y = ctx.op("Where", is_zero, zero_, ctx.op("Where", adjust, ctx.op("Add", mod, b), mod))
+    if not signed_zeros(ctx):
+        return y
     return _with_zero_sign(ctx, y, ctx.op("And", is_zero, signbit(ctx, b, dtype)), dtype)
 
 

@@ -1,5 +1,6 @@
 """Helpers shared by the emission rules: onnxruntime's CPU kernel coverage,
-exact bridges for the dtypes it lacks, and sign-exact selection.
+exact bridges for the dtypes it lacks, and selection (sign-exact under
+``numerics="strict"``).
 
 ``KERNELS`` lists, per ONNX op that rules run through ``kernel_op``, the
 dtypes onnxruntime 1.31's CPU provider implements correctly (probed op by
@@ -123,18 +124,28 @@ def kernel_op(ctx: EmitContext, op_type: str, dtype: DType, *xs: oir.Value, same
     return from_compute(ctx, y, dtype, compute, order) if same_out else y
 
 
-def where(ctx: EmitContext, cond: oir.Value, a: oir.Value, b: oir.Value, dtype: DType) -> oir.Value:
-    """``np.where(cond, a, b)`` for branches of ``dtype``, exact including
-    signed zeros.
+def signed_zeros(ctx: EmitContext) -> bool:
+    """Whether rules must keep NumPy's sign of zero (``numerics="strict"``)."""
+    return ctx.options.strict
+
+
+def where(ctx: EmitContext, cond: oir.Value, a: oir.Value, b: oir.Value, dtype: DType,
+          exact_zero_sign: bool | None = None) -> oir.Value:
+    """``np.where(cond, a, b)`` for branches of ``dtype``: one Where, exact
+    but for the sign of a zero result under ``numerics="fast"``; exact
+    including signed zeros under ``"strict"`` or ``exact_zero_sign=True``.
 
     onnxruntime's Where may return +0.0 for a selected -0.0 (it merges
     ``cond ? a : 0`` with ``cond ? 0 : b`` by testing for zero, and its
-    optimizer swaps the branches of ``Where(Not(c), ...)``), so for floats
-    the sign of a zero result is repaired: where the selected value is
+    optimizer swaps the branches of ``Where(Not(c), ...)``), so the strict
+    form repairs the sign of a zero result: where the selected value is
     -0.0 and the result is not (or the other way round), it is multiplied
-    by -1 (exact). Bool goes through uint8, int16/uint16 through int32 and
-    uint64 through int64 (onnxruntime lacks those kernels).
+    by -1 (exact; 19 more nodes). Bool goes through uint8, int16/uint16
+    through int32 and uint64 through int64 (onnxruntime lacks those kernels).
     """
+    exact = signed_zeros(ctx) if exact_zero_sign is None else exact_zero_sign
+    if dtype.is_float and not exact:
+        return ctx.op("Where", cond, a, b)
     if dtype.is_float:
         y = ctx.op("Where", cond, a, b)
         want = ctx.op("Or", ctx.op("And", cond, negative_zero(ctx, a, dtype)),
@@ -159,7 +170,13 @@ def negative_zero(ctx: EmitContext, x: oir.Value, dtype: DType) -> oir.Value:
 
 
 def sign_of(ctx: EmitContext, x: oir.Value, dtype: DType) -> oir.Value:
-    """``copysign(1, x)`` for non-NaN float ``x`` (-1 for -0.0)."""
+    """``copysign(1, x)`` for non-NaN float ``x`` (-1 for -0.0) under
+    ``numerics="strict"``; ONNX ``Sign(x)`` (0 for zeros) under ``"fast"``,
+    which gives the same product ``m * sign`` for every nonzero ``x`` and
+    a zero of either sign for a zero ``x`` (callers multiply a magnitude
+    that is 0 at 0, or ``floor(|x|)``)."""
+    if not signed_zeros(ctx):
+        return ctx.op("Sign", x)
     return ctx.op("Where", signbit(ctx, x, dtype), ctx.const(-1, dtype), ctx.const(1, dtype))
 
 

@@ -169,4 +169,4 @@ def f64_to_f16(ctx, x):
     below_top = ctx.op("And", ctx.op("Less", ctx.op("Abs", x), ctx.const(F16_OVERFLOW, F64)),
                        ctx.op("IsInf", ctx.cast(r, F32)))
     top = ctx.op("Mul", ctx.cast(ctx.op("Sign", x), F16), ctx.const(F16_MAX, F16))
-    return where(ctx, below_top, top, r, F16)
+    return where(ctx, below_top, top, r, F16, exact_zero_sign=True)  # a cast: exact in both modes

@@ -1,0 +1,57 @@
+"""The YOLO11n-class benchmark model (``bench.models.yolo11n``), compiler.nn
+side only (no torch; the torch twin is checked by ``bench/bench_yolo.py``):
+the exported model computes what the lowered IR computes (and, in the slow
+job, what PyTensor computes), and every Conv-BN-SiLU block, pool, upsample
+and attention product lands on one ONNX operator."""
+
+from collections import Counter
+
+import numpy as np
+import pytensor
+import pytest
+
+from bench.models import yolo11n
+from compiler import compile_to_onnx
+from ir.interpreter import evaluate
+from ir.parser import parse_graph
+from tests.helpers import REFERENCE_MODE
+
+SIZE = 64  # the smallest input with all three detection levels at 2x2 and more
+
+
+@pytest.fixture(scope="module")
+def model():
+    images, out, _ = yolo11n.build_pytensor(seed=0, image_size=SIZE)
+    return images, out, compile_to_onnx([images], outputs=[out])
+
+
+def image():
+    return np.random.default_rng(1).standard_normal(yolo11n.input_shape(SIZE)).astype(np.float32)
+
+
+def test_matches_the_lowered_ir(model):
+    _, _, compiled = model
+    x = image()
+    want, = evaluate(parse_graph(compiled.history[0].ir_text), [x])
+    got, = compiled.run(x)
+    assert got.shape == want.shape == (1, 84, 21 * (SIZE // 32) ** 2)
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * np.abs(want).max())
+
+
+@pytest.mark.slow
+def test_matches_pytensor(model):
+    images, out, compiled = model
+    x = image()
+    want = pytensor.function([images], out, mode=REFERENCE_MODE)(x)
+    got, = compiled.run(x)
+    assert got.shape == want.shape == (1, 84, 21 * (SIZE // 32) ** 2)
+    scale = np.abs(want).max()
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * scale)
+
+
+def test_one_operator_per_layer(model):
+    ops = Counter(n.op_type for n in model[2].model.graph.node)
+    assert ops["Conv"] == 88  # 81 Conv-BN(-SiLU) blocks with the BN folded, 6 head convs, the DFL
+    assert "BatchNormalization" not in ops
+    assert (ops["Sigmoid"], ops["Mul"]) == (77, 77 + 2)  # fast SiLU; Mul: the attention scale, the anchors' strides
+    assert (ops["MaxPool"], ops["Resize"], ops["Softmax"], ops["MatMul"]) == (3, 2, 2, 2)

@@ -31,7 +31,11 @@ from __future__ import annotations
 
 import numpy as np
 from pytensor.tensor.basic import ExtractDiag
-from pytensor.tensor.slinalg import Cholesky, SolveTriangular
+
+try:  # PyTensor 3.0 (``slinalg`` is deprecated there)
+    from pytensor.tensor.linalg import Cholesky, SolveTriangular
+except ImportError:  # PyTensor 2.38
+    from pytensor.tensor.slinalg import Cholesky, SolveTriangular
 
 from compiler.errors import Unsupported
 from compiler.lowering.context import LoweringContext, ir_dtype

@@ -68,6 +68,12 @@ def format_passes() -> str:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from compiler.demo import format_report, model_spec, run_demo
 
+    if args.model == "pymc":
+        from compiler.demo_pymc import format_pymc_report, run_pymc_demo
+
+        pymc_report = run_pymc_demo(args.out, seed=args.seed, log=lambda line: print(line, flush=True))
+        print(format_pymc_report(pymc_report))
+        return 0 if pymc_report.ok else 1
     if (args.serve or args.from_model or args.ort_dir) and not args.web:
         print("pytensor-onnx demo: --serve, --from-model and --ort-dir need --web DIR", file=sys.stderr)
         return 2
@@ -158,8 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
                                        "check onnxruntime against PyTensor")
     demo.add_argument("--out", default="demo-out", metavar="DIR",
                       help="output directory for model.onnx and the IR dumps (default: ./demo-out)")
-    demo.add_argument("--model", choices=list(MODELS), default=DEFAULT_MODEL,
-                      help=f"the network to train (default: {DEFAULT_MODEL})")
+    demo.add_argument("--model", choices=[*MODELS, "pymc"], default=DEFAULT_MODEL,
+                      help=f"the network to train (default: {DEFAULT_MODEL}), or 'pymc': a hierarchical "
+                           "PyMC model's MAP found through onnxruntime (needs the pymc extra)")
     demo.add_argument("--mode", default=DEFAULT_MODE, metavar="MODE",
                       help="PyTensor mode for training and the reference run: FAST_COMPILE, NUMBA, C, ..., "
                            f"or 'default' for PyTensor's default (default: {DEFAULT_MODE}, which compiles "

@@ -187,7 +187,7 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
                     numerics: str = "fast",
                     check_passes: int = 0, reproducer_dir: str | os.PathLike | None = None,
                     opt_bisect_limit: int | None = None,
-                    external_data_threshold: int = PROTOBUF_LIMIT) -> CompiledModel:
+                    external_data_threshold: int = PROTOBUF_LIMIT, assertions: str = "drop") -> CompiledModel:
     """Compile a PyTensor graph into an ONNX model.
 
     Args:
@@ -225,6 +225,11 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
             sizes of every symbolic input dim and compare with PyTensor
             (``compiler.shapes.check_dynamic``).
         value_info: declare the type of every intermediate value in the model.
+        assertions: what ``CheckAndRaise``/``Assert`` nodes become (ONNX
+            cannot raise): ``"drop"`` (the guarded value; one
+            ``DroppedAssertionWarning`` lists them with their source lines)
+            or ``"nan"`` (the guarded value is NaN where a condition fails).
+            PyMC's ``CheckParameterValue`` is always ``where(cond, x, -inf)``.
         numerics: ``"fast"`` (default): the fastest ONNX form within the
             numerics contract (README "Numerics contract": exact dtypes,
             integer results, rounding, comparisons, NaN/inf positions and
@@ -249,7 +254,7 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
         A ``CompiledModel``.
 
     Raises:
-        ValueError: ``numerics`` is not ``"fast"`` or ``"strict"``, or
+        ValueError: an unknown ``assertions`` mode; ``numerics`` is not ``"fast"`` or ``"strict"``, or
             ``emit_options`` also sets it.
         TypeError, ValueError: a bad argument (``passes``, ``opset``,
             ``emit_options``, empty ``outputs``, an input given twice; see
@@ -273,7 +278,7 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
     with _gc_paused():
         return _compile(graph, passes, outputs, opset, dump_ir, bake_shared, verify_each_pass, keep_ir,
                         full_weights, name, emit_options, input_shapes, example_inputs, check_dynamic, value_info,
-                        numerics, check_passes, reproducer_dir, opt_bisect_limit, external_data_threshold)
+                        numerics, check_passes, reproducer_dir, opt_bisect_limit, external_data_threshold, assertions)
 
 
 @contextlib.contextmanager
@@ -296,11 +301,11 @@ def _gc_paused():
 def _compile(graph, passes, outputs, opset, dump_ir, bake_shared, verify_each_pass, keep_ir, full_weights,
              name, emit_options, input_shapes, example_inputs, check_dynamic, value_info,
              numerics, check_passes, reproducer_dir, opt_bisect_limit,
-             external_data_threshold) -> CompiledModel:
+             external_data_threshold, assertions) -> CompiledModel:
     start = time.perf_counter()
     check_compile_args(passes=passes, opset=opset, emit_options=emit_options, bake_shared=bake_shared,
                        verify_each_pass=verify_each_pass, name=name)
-    lowered = lower(graph_spec(graph, outputs), bake_shared=bake_shared, name=name)
+    lowered = lower(graph_spec(graph, outputs), bake_shared=bake_shared, name=name, assertions=assertions)
     ir_graph = lowered.graph
     equal_dims = equal_dim_groups(lowered)
     example_sizes = shapes.apply_input_shapes(ir_graph, lowered.input_vars, input_shapes, example_inputs)

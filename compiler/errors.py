@@ -49,3 +49,29 @@ class UnsupportedOpsError(CompileError):
 class LoweringError(CompileError):
     """A lowering rule produced IR that disagrees with PyTensor's types (a bug
     in this compiler, reported with the node and the source line)."""
+
+
+class DroppedAssertionWarning(UserWarning):
+    """Assertions (``CheckAndRaise``/``Assert``) that lowering dropped under
+    ``assertions="drop"``: ONNX cannot raise, so the model no longer checks
+    them. One warning lists them all.
+
+    Attributes:
+        dropped: (op label, source line or None) per dropped assertion.
+    """
+
+    def __init__(self, dropped: list[tuple[str, str | None]] | str):
+        if isinstance(dropped, str):  # rebuilt from its message (pickling, pytest-xdist)
+            self.dropped = []
+            super().__init__(dropped)
+            return
+        self.dropped = list(dropped)
+        groups: dict[str, list] = {}
+        for op, src in dropped:
+            groups.setdefault(op, []).append(src)
+        lines = [f"{len(dropped)} assertion(s) dropped (ONNX cannot raise; pass assertions='nan' "
+                 "to poison the guarded values with NaN instead):"]
+        for op, sources in groups.items():
+            lines.append(f"  {op} x{len(sources)}")
+            lines.extend(f"    at {s}" for s in dict.fromkeys(s for s in sources if s))
+        super().__init__("\n".join(lines))

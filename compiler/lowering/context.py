@@ -5,12 +5,36 @@ line."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
 from compiler.errors import Unsupported
 from ir import DType, Graph, Origin, TensorType, Value
+
+
+ASSERTION_MODES = ("drop", "nan")
+
+
+@dataclass
+class LoweringOptions:
+    """Options of one lowering, shared by the contexts of its nested bodies.
+
+    Attributes:
+        assertions: what ``CheckAndRaise``/``Assert`` nodes become (see
+            ``rules/assertions.py``): ``"drop"`` (the guarded value, listed in
+            ``dropped``) or ``"nan"`` (the value poisoned with NaN where a
+            condition fails).
+        dropped: (op label, source line) of every assertion dropped so far.
+    """
+
+    assertions: str = "drop"
+    dropped: list = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.assertions not in ASSERTION_MODES:
+            raise ValueError(f"assertions must be one of {ASSERTION_MODES}, got {self.assertions!r}")
 
 
 class LoweringContext:
@@ -24,14 +48,17 @@ class LoweringContext:
         memo: per-lowering caches of the rules, keyed by their own tuples
             (e.g. the scalar ``Apply`` of an ``Elemwise`` per scalar op and
             input dtypes, so it is built once, not per node).
+        options: the ``LoweringOptions`` (shared with nested bodies).
     """
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, options: LoweringOptions | None = None):
         self.graph = graph
         self.values: dict[Any, Value] = {}
         self.source: str | None = None
         self.op_label: str | None = None
         self.memo: dict[tuple, Any] = {}
+        self.options = options if options is not None else LoweringOptions()
+        self.constants = None  # a const_eval.ConstantEvaluator for the top-level graph
         self._const_cache: dict[tuple, Value] = {}
 
     # -- reading inputs ----------------------------------------------------
@@ -53,13 +80,16 @@ class LoweringContext:
         return v
 
     def constant_value(self, var) -> np.ndarray | None:
-        """The NumPy value of ``var`` if it is a PyTensor constant or lowers to an
-        IR constant, else None."""
+        """The NumPy value of ``var`` if it is a PyTensor constant, lowers to an
+        IR constant, or is computed from constants only (evaluated by
+        PyTensor, ``const_eval.py``), else None."""
         data = getattr(var, "data", None)
         if data is not None and hasattr(var.type, "dtype"):
             return np.asarray(data, dtype=var.type.dtype)
         v = self.values.get(var)
-        return v.const if v is not None else None
+        if v is not None and v.const is not None:
+            return v.const
+        return self.constants.value(var) if self.constants is not None else None
 
     @property
     def origins(self) -> tuple[Origin, ...]:

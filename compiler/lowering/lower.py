@@ -9,6 +9,7 @@ friends), never modified. Every unsupported node is collected, and a single
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -17,8 +18,10 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import graph_inputs, io_toposort
 
-from compiler.errors import LoweringError, Unsupported, UnsupportedOccurrence, UnsupportedOpsError
-from compiler.lowering.context import LoweringContext, ir_dtype, ir_type, sanitize_name
+from compiler.errors import (DroppedAssertionWarning, LoweringError, Unsupported, UnsupportedOccurrence,
+                             UnsupportedOpsError)
+from compiler.lowering.const_eval import ConstantEvaluator
+from compiler.lowering.context import LoweringContext, LoweringOptions, ir_dtype, ir_type, sanitize_name
 from compiler.lowering.registry import find_rule
 from ir import Graph, TensorType, Value
 from ir.types import dims_compatible, join_dims
@@ -40,13 +43,18 @@ def graph_spec(graph: Any, outputs: Sequence | None = None) -> GraphSpec:
 
     Args:
         graph: a ``FunctionGraph``, a compiled ``pytensor.function`` (its
-            ``maker.fgraph`` is used; shared-variable updates are dropped), or
-            a sequence of input variables (then ``outputs`` is required).
+            ``maker.fgraph`` is used; shared-variable updates are dropped), an
+            object holding one in ``.f`` (PyMC's ``PointFunc``, what
+            ``model.compile_logp()`` returns), or a sequence of input
+            variables (then ``outputs`` is required).
         outputs: the output variables when ``graph`` is a list of inputs.
 
     Raises:
         TypeError: anything else.
     """
+    inner = getattr(graph, "f", None)
+    if getattr(graph, "maker", None) is None and hasattr(inner, "maker"):
+        graph = inner
     maker = getattr(graph, "maker", None)
     if maker is not None and hasattr(maker, "fgraph"):
         fg = maker.fgraph
@@ -94,21 +102,28 @@ class LoweredGraph:
     values: dict = field(default_factory=dict)  # PyTensor variable -> IR value, as lowered
 
 
-def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main") -> LoweredGraph:
+def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
+          assertions: str = "drop") -> LoweredGraph:
     """Lower ``spec`` to IR.
 
     Shared variables become constants named after the variable (a copy of
     their current value) when ``bake_shared``, else graph inputs at their
     position. Unnamed inputs are called ``input<i>``. Unknown dims of input
     ``x`` get the symbolic names ``x_dim0``, ``x_dim1``, ...
+    Constant subgraphs are evaluated by PyTensor (``const_eval.py``).
+    ``assertions`` ("drop" or "nan") is what assertions become
+    (``rules/assertions.py``); dropped ones are listed in one
+    ``DroppedAssertionWarning``.
 
     Raises:
+        ValueError: an unknown ``assertions`` mode.
         UnsupportedOpsError: listing every node without a working rule.
         LoweringError: a rule's result disagrees with PyTensor's type.
         CompileError: an output depends on a variable that is not an input.
     """
+    options = LoweringOptions(assertions=assertions)
     graph = Graph(name)
-    ctx = LoweringContext(graph)
+    ctx = LoweringContext(graph, options)
     roots = [v for v in graph_inputs(spec.outputs) if v not in set(spec.inputs)]
     extra_shared = [v for v in roots if isinstance(v, SharedVariable)]
     missing = [v for v in roots if not isinstance(v, (SharedVariable, Constant)) and v.owner is None]
@@ -142,13 +157,17 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main") -> L
         ctx.values[var] = graph.add_input(ir_type(var, [f"{name}_dim{a}" for a in range(var.type.ndim)]), name)
         input_vars.append(var)
 
-    lower_apply_nodes(ctx, spec.inputs + extra_shared, spec.outputs)
+    roots = spec.inputs + extra_shared
+    constants = ctx.constants = ConstantEvaluator(io_toposort(roots, spec.outputs), set(baked))
+    lower_apply_nodes(ctx, roots, spec.outputs, constants=constants)
     graph.set_outputs([ctx.get(v) for v in spec.outputs])
+    if options.dropped:
+        warnings.warn(DroppedAssertionWarning(options.dropped), stacklevel=3)
     return LoweredGraph(graph, input_vars, list(spec.outputs), baked, dict(ctx.values))
 
 
 def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence, *,
-                      source: str | None = None) -> None:
+                      source: str | None = None, constants: ConstantEvaluator | None = None) -> None:
     """Lower every Apply node between ``inputs`` and ``outputs`` (PyTensor
     variables) in topological order, recording each output's IR value in
     ``ctx.values``. The IR values of ``inputs`` must already be in
@@ -159,36 +178,67 @@ def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence,
     source line, or with ``source`` when given (an inlined body reports the
     line that called it).
 
+    A constant node (``constants``, ``const_eval.py``) that cannot be
+    lowered is evaluated by PyTensor and its outputs become IR constants.
+
+    The outputs of a failed node are stood in for by placeholder graph
+    inputs of their type, so the nodes downstream are still lowered and
+    their own failures listed too (marked as downstream of a failure); the
+    graph is discarded when anything failed.
+
     Raises:
-        UnsupportedOpsError: listing every node without a working rule (the
-            nodes that depend on a failed node are skipped, not listed).
+        UnsupportedOpsError: listing every node without a working rule.
         LoweringError: a rule's result disagrees with PyTensor's type.
     """
     failures: list[UnsupportedOccurrence] = []
-    poisoned: set = set()
+    placeholders: set = set()  # variables computed from a failed node's outputs
     for node in io_toposort(list(inputs), list(outputs)):
         ctx.source = source if source is not None else source_line(node)
         ctx.op_label = op_label(node.op)
+        downstream = any(v in placeholders for v in node.inputs)
         rule = find_rule(node.op)
-        if rule is None:
-            failures.append(UnsupportedOccurrence(op_label(node.op), "no lowering rule", ctx.source))
-            poisoned.update(node.outputs)
-            continue
-        if any(v in poisoned for v in node.inputs):
-            poisoned.update(node.outputs)
-            continue
         try:
+            if rule is None:
+                raise Unsupported("no lowering rule")
             results = rule(ctx, node)
-        except Unsupported as e:
-            failures.append(UnsupportedOccurrence(op_label(node.op), str(e), ctx.source))
-            poisoned.update(node.outputs)
+        except Exception as e:  # noqa: BLE001 - below a failure any error is a consequence of it
+            if not isinstance(e, Unsupported) and not downstream:
+                raise
+            reason = str(e)
+            if constants is not None and constants.is_constant(node):
+                try:
+                    results = constants.evaluate(node)
+                except ValueError as why:
+                    reason += f" ({why})"
+                else:
+                    for var, value in zip(node.outputs, results):
+                        ctx.values[var] = ctx.const(value, name=var.name or "folded")
+                    continue
+            if downstream:
+                reason += " (reads the result of an unsupported op)"
+            failures.append(UnsupportedOccurrence(op_label(node.op), reason, ctx.source))
+            _stand_in(ctx, node, placeholders)
             continue
+        if downstream:
+            placeholders.update(node.outputs)
         for var, value in zip(node.outputs, results, strict=True):
             if value is None:  # no IR value (a PyTensor 2.x slice): its readers use the node's inputs
                 continue
             ctx.values[var] = _refine(var, value, node, ctx.source)
     if failures:
         raise UnsupportedOpsError(failures)
+
+
+def _stand_in(ctx: LoweringContext, node, placeholders: set) -> None:
+    """Bind each output of the failed ``node`` to a fresh graph input of its
+    type, so lowering can go on and report what lies downstream."""
+    for var in node.outputs:
+        placeholders.add(var)
+        try:
+            t = ir_type(var)
+        except Unsupported:
+            continue
+        ctx.values[var] = ctx.graph.add_input(t, f"unsupported.{id(var)}")
 
 
 def _refine(var, value: Value, node, source) -> Value:

@@ -240,6 +240,37 @@ def matmul(ctx, node, a, b):
     """``np.matmul``: MatMul (NumPy's 1-D and batch rules). Ints onnxruntime
     lacks (int8/16, uint8/16) multiply in wrapping int64 and Cast back
     (exact); float16 accumulates in float32 and rounds once, as NumPy's
-    float16 matmul loop does."""
+    float16 matmul loop does.
+
+    A float64 matrix-vector product is rewritten into the forms onnxruntime
+    runs fast (its float64 MatMul of a tall matrix by a vector is ~100x
+    slower than NumPy): see ``_f64_matrix_vector``."""
     dtype = node.inputs[0].dtype
+    if dtype == F64 and sorted(v.rank for v in node.inputs) == [1, 2]:
+        return _f64_matrix_vector(ctx, node, a, b)
     return in_f32(ctx, dtype, lambda p, q: kernel_op(ctx, "MatMul", float_compute(dtype), p, q), a, b)
+
+
+def _f64_matrix_vector(ctx, node, a, b):
+    """``A @ v`` (A ``(M, K)``) or ``v @ B`` (= ``B.T @ v``) in float64 as
+    ``(v[None, :] @ A.T)[0]`` when A is tall (M >= K or M unknown) and
+    ``reduce_sum(A * v, axis=-1)`` when it is wide: the same dot products,
+    summed in another order (as any BLAS may), with MatMul's NaN/Inf
+    behaviour. The transposes of initializers (a model's data) are folded
+    by onnxruntime when the session is created."""
+    if node.inputs[0].rank == 2:
+        mat, vec, (m, k) = a, b, node.inputs[0].shape
+        mat_t = None
+    else:
+        vec, mat_t, (k, m) = a, b, node.inputs[1].shape
+        mat = None
+    tall = not (isinstance(m, int) and isinstance(k, int)) or m >= k
+    zero = ctx.const(np.array([0]), I64)
+    if tall:
+        if mat_t is None:
+            mat_t = ctx.op("Transpose", mat, perm=[1, 0])
+        row = ctx.op("Unsqueeze", vec, zero)
+        return ctx.op("Squeeze", ctx.op("MatMul", row, mat_t), zero)
+    if mat is None:
+        mat = ctx.op("Transpose", mat_t, perm=[1, 0])
+    return ctx.op("ReduceSum", ctx.op("Mul", mat, vec), ctx.const(np.array([1]), I64), keepdims=0)

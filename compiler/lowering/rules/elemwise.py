@@ -32,7 +32,12 @@ def lower_elemwise(ctx: LoweringContext, node) -> list[Value]:
         Unsupported: the scalar op (or one inside the Composite) has no
             exact IR lowering; the message names it.
     """
-    key = ("elemwise", node.op.scalar_op, *(v.type.dtype for v in node.inputs))
+    scalar_op = node.op.scalar_op
+    try:
+        hash(scalar_op)
+    except NotImplementedError:  # PyTensor 2.38 hashes a Composite by its C code, which may not exist
+        scalar_op = ("by-identity", id(scalar_op))  # the memoized Apply holds the op, so the id stays unique
+    key = ("elemwise", scalar_op, *(v.type.dtype for v in node.inputs))
     scalar_node = ctx.memo.get(key)
     if scalar_node is None:  # one scalar Apply per scalar op and input dtypes, not one per node
         scalar_node = node.op.scalar_op.make_node(*(ps.get_scalar_type(v.type.dtype)() for v in node.inputs))

@@ -17,7 +17,7 @@ from pytensor.tensor.math import Dot
 
 from compiler.errors import Unsupported
 from compiler.lowering.context import LoweringContext, ir_dtype
-from compiler.lowering.registry import lowers
+from compiler.lowering.registry import find_rule, lowers
 from compiler.lowering.rules.scalar_ops import broadcast_against
 from ir import DType, Value
 
@@ -117,7 +117,9 @@ BLOCKWISE_RULES: dict[type, BlockwiseRule] = {
 @lowers(Blockwise)
 def lower_blockwise(ctx: LoweringContext, node) -> list[Value]:
     """``Blockwise(core_op)`` (``pytensor.tensor.blockwise``) for the core ops in
-    ``BLOCKWISE_RULES`` (``Dot``: ``np.matmul`` with broadcast batch dims).
+    ``BLOCKWISE_RULES`` (``Dot``: ``np.matmul`` with broadcast batch dims;
+    the decompositions of ``decompositions.py``), and any core op with a
+    lowering when no input has batch dims.
 
     Raises:
         Unsupported: any other core op (named in the message).
@@ -125,5 +127,10 @@ def lower_blockwise(ctx: LoweringContext, node) -> list[Value]:
     core = node.op.core_op
     rule = next((BLOCKWISE_RULES[c] for c in type(core).__mro__ if c in BLOCKWISE_RULES), None)
     if rule is None:
-        raise Unsupported(f"Blockwise of {core} has no lowering")
+        core_ndims = [len(sig) for sig in node.op.inputs_sig]
+        core_rule = find_rule(core)
+        if core_rule is not None and [v.type.ndim for v in node.inputs] == core_ndims:
+            return core_rule(ctx, core.make_node(*node.inputs))  # no batch dims: the core op itself
+        raise Unsupported(f"Blockwise of {core} has no lowering" + ("" if core_rule is None else
+                          " with batch dims (the core op alone has one)"))
     return [rule(ctx, node, [ctx.get(v) for v in node.inputs])]

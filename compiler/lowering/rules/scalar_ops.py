@@ -104,7 +104,8 @@ def lower_scalar_graph(ctx: LoweringContext, inputs: Sequence, outputs: Sequence
         One IR value per scalar output, with the output's dtype.
 
     Raises:
-        Unsupported: some inner scalar op has no exact lowering.
+        Unsupported: some inner scalar ops have no exact lowering (all of
+            them are named).
     """
     env: dict = {}
     deps: dict = {}  # scalar variable -> bitmask of the inputs it broadcasts over
@@ -124,14 +125,22 @@ def lower_scalar_graph(ctx: LoweringContext, inputs: Sequence, outputs: Sequence
     order = ctx.memo.get(key)
     if order is None:  # a Composite's inner graph is sorted once per lowering, not per Elemwise
         order = ctx.memo[key] = io_toposort(list(inputs), list(outputs))
+    missing_ops: dict[str, None] = {}  # every unsupported scalar op, reported together
     for node in order:
         node_args = [value(v) for v in node.inputs]
         mask = 0
         for v in node.inputs:
             mask |= deps[v]
-        for var, result in zip(node.outputs, lower_scalar_node(ctx, node, node_args), strict=True):
+        try:
+            results = lower_scalar_node(ctx, node, node_args)
+        except Unsupported as e:
+            missing_ops[str(e)] = None
+            results = [ctx.scalar(0, ir_dtype(v)) for v in node.outputs]  # stand-ins, to go on
+        for var, result in zip(node.outputs, results, strict=True):
             env[var] = result
             deps[var] = mask
+    if missing_ops:
+        raise Unsupported("; ".join(missing_ops))
     everything = (1 << len(args)) - 1
     results = []
     for var in outputs:

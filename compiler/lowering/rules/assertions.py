@@ -1,0 +1,106 @@
+"""Lowering of assertions: ``CheckAndRaise`` (``pytensor.raise_op``), its
+subclass ``Assert``, and PyMC's ``CheckParameterValue``.
+
+ONNX has no way to raise, so an assertion becomes a value:
+
+- ``CheckParameterValue`` with ``can_be_replaced_by_ninf`` (what PyMC's
+  ``check_parameters`` builds around every distribution's parameter
+  constraints) is ``where(all(conds), x, -inf)``: PyMC's own rewrite
+  ``pymc.logprob.utils.local_check_parameter_to_ninf_switch``, which
+  ``pymc.pytensorf.compile`` applies to every function a model compiles
+  (``switch(cond, logp, -inf)``), so a log-density outside the support is
+  -inf rather than an error.
+- an assertion whose conditions are computed from constants alone (compiled
+  functions keep checks such as "the dims of a weight and its bias agree" on
+  shared variables, which ``bake_shared=True`` makes constants) is evaluated
+  here with the IR ops' NumPy semantics: when it holds it lowers to its value
+  with no warning; when it fails it is reported (PyTensor would raise on
+  every call).
+- every other assertion follows ``LoweringOptions.assertions``: ``"drop"``
+  returns the guarded value unchanged (the driver warns once, listing each
+  dropped assertion with its source line); ``"nan"`` returns
+  ``where(all(conds), x, nan)`` so a violated assertion is visible in the
+  result (float values only: an integer value cannot hold NaN, so that is
+  ``Unsupported``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pytensor.raise_op import CheckAndRaise
+
+from compiler.errors import Unsupported
+from compiler.lowering.context import LoweringContext
+from compiler.lowering.registry import lowers
+from ir import DType, Value, get_op
+
+MAX_STEPS = 64  # producers one condition may evaluate
+
+
+def static_value(value: Value, budget: list[int] | None = None) -> np.ndarray | None:
+    """``value``'s array when it is computed from constants (and ``shape``
+    of static types) alone, by at most ``MAX_STEPS`` IR ops evaluated with
+    their NumPy semantics; else None."""
+    if value.const is not None:
+        return value.const
+    node = value.producer
+    budget = budget if budget is not None else [MAX_STEPS]
+    if node is None or node.subgraphs or budget[0] <= 0:
+        return None
+    budget[0] -= 1
+    if node.op == "shape" and node.inputs[0].type.is_static:
+        return np.array(node.inputs[0].shape, dtype=np.int64)
+    args = [static_value(v, budget) for v in node.inputs]
+    if any(a is None for a in args):
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(get_op(node.op).evaluate(args, node.attrs)[value.index])
+    except Exception:  # noqa: BLE001 - not evaluable here: treated as a run-time condition
+        return None
+
+
+def _all_true(ctx: LoweringContext, conds: list[Value]) -> Value:
+    """One bool scalar: every element of every condition is true."""
+    out = None
+    for c in conds:
+        c = ctx.cast(c, DType.BOOL)
+        if c.rank:
+            c = ctx.add("reduce_all", [c], {"axes": (), "keepdims": False})
+        out = c if out is None else ctx.add("and", [out, c])
+    return out
+
+
+def _guard(ctx: LoweringContext, x: Value, conds: list[Value], fill: float) -> Value:
+    if not conds:
+        return x
+    return ctx.add("where", [_all_true(ctx, conds), x, ctx.scalar(fill, x.dtype)])
+
+
+@lowers(CheckAndRaise)
+def lower_check_and_raise(ctx: LoweringContext, node) -> list[Value]:
+    """``CheckAndRaise(x, *conds)`` / ``Assert`` / ``CheckParameterValue``:
+    ``x`` (any dtype and shape) guarded by bool conditions (any shapes);
+    returns a value of ``x``'s type (see the module docstring).
+
+    Raises:
+        Unsupported: ``assertions="nan"`` on a non-float value; a condition
+            computed from constants alone that is false.
+    """
+    x, *conds = (ctx.get(v) for v in node.inputs)
+    known = [static_value(c) for c in conds]
+    if conds and all(k is not None for k in known):
+        if all(np.all(k) for k in known):
+            return [x]
+        if not getattr(node.op, "can_be_replaced_by_ninf", False):
+            message = getattr(node.op, "msg", str(node.op))
+            raise Unsupported(f"the check {message!r} fails for the constant (baked shared) values")
+    if getattr(node.op, "can_be_replaced_by_ninf", False) and x.dtype.is_float:
+        return [_guard(ctx, x, conds, -np.inf)]
+    if ctx.options.assertions == "drop":
+        ctx.options.dropped.append((str(node.op), ctx.source))
+        return [x]
+    if not x.dtype.is_float:
+        raise Unsupported(f"assertions='nan' cannot poison a {x.dtype} value with NaN "
+                          "(use assertions='drop')")
+    return [_guard(ctx, x, conds, np.nan)]

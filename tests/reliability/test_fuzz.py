@@ -1,5 +1,7 @@
 """The differential fuzzer: its pieces, a quick run in the main suite, a
-long run in the slow job."""
+long run on demand (``pytest -m fuzz_long``: its default-mode references
+compile every random graph, hours on 2 cores, so it is not part of CI; README
+"Not done yet" says where it stands)."""
 
 import numpy as np
 import pytest
@@ -65,7 +67,7 @@ def test_quick_fuzz_run_has_no_unexplained_failures():
     assert report.counts["match"] > 80, report.summary()
 
 
-@pytest.mark.slow
+@pytest.mark.fuzz_long
 def test_long_fuzz_run_has_no_failures():
     report = fuzz(100_000, 5_000, isolate=True, shrink_failures=True)
     print(report.summary())

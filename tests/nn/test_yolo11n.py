@@ -9,12 +9,12 @@ from collections import Counter
 import numpy as np
 import pytensor
 import pytest
+from pytensor.compile.mode import Mode
 
 from bench.models import yolo11n
 from compiler import compile_to_onnx
 from ir.interpreter import evaluate
 from ir.parser import parse_graph
-from tests.helpers import REFERENCE_MODE
 
 SIZE = 64  # the smallest input with all three detection levels at 2x2 and more
 
@@ -42,7 +42,9 @@ def test_matches_the_lowered_ir(model):
 def test_matches_pytensor(model):
     images, out, compiled = model
     x = image()
-    want = pytensor.function([images], out, mode=REFERENCE_MODE)(x)
+    # PyTensor's perform methods with no rewrites: its fast_compile rewrites alone take
+    # many minutes on this graph under PyTensor 2.38, the perform methods 15 s.
+    want = pytensor.function([images], out, mode=Mode(linker="py", optimizer=None))(x)
     got, = compiled.run(x)
     assert got.shape == want.shape == (1, 84, 21 * (SIZE // 32) ** 2)
     scale = np.abs(want).max()

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -33,19 +31,8 @@ import onnxruntime as ort  # noqa: E402
 from backends.onnx.runtime import DISABLED_OPTIMIZERS  # noqa: E402
 
 from compiler import compile_to_onnx  # noqa: E402
+from compiler.demo_pymc import median_seconds  # noqa: E402
 from tests.pymc.models import MODELS  # noqa: E402
-
-
-def median_seconds(call, runs: int) -> float:
-    """Median wall time of ``call()`` over ``runs`` calls, after 3 warm-ups."""
-    for _ in range(3):
-        call()
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def measure(name: str, n: int, runs: int, threads: int = 1) -> dict:

@@ -90,7 +90,8 @@ class PymcDemoReport:
                     and self.max_logp_grad_diff < 1e-10)
 
 
-def _median_seconds(call: Callable, runs: int = 200) -> float:
+def median_seconds(call: Callable, runs: int = 200) -> float:
+    """Median wall time in seconds of ``call()`` over ``runs`` calls, after 3 warm-ups."""
     for _ in range(3):
         call()
     times = []
@@ -168,7 +169,7 @@ def run_pymc_demo(out_dir: str | Path = "demo-out", seed: int = 0,
     feed0 = feed(x0)
     return PymcDemoReport(
         names, result.x, x_pm, -float(result.fun), run(x_pm)[0], calls,
-        _median_seconds(lambda: session.run(None, feed0)), _median_seconds(lambda: f(*args0)),
+        median_seconds(lambda: session.run(None, feed0)), median_seconds(lambda: f(*args0)),
         len(compiled.model.graph.node), diff)
 
 

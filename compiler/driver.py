@@ -254,6 +254,11 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
         A ``CompiledModel``.
 
     Raises:
+        A bad argument is a plain ``TypeError``/``ValueError``; every failure
+        caused by the graph itself is an ``ir.errors.CompileError`` (also
+        exported as ``compiler.CompileError``; the hierarchy is drawn in
+        ``ir/errors.py``):
+
         ValueError: an unknown ``assertions`` mode; ``numerics`` is not ``"fast"`` or ``"strict"``, or
             ``emit_options`` also sets it.
         TypeError, ValueError: a bad argument (``passes``, ``opset``,
@@ -263,7 +268,9 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
         compiler.errors.UnsupportedOpsError: the graph holds ops with no
             lowering (all listed, with source lines), or inputs/outputs of a
             type with no ONNX equivalent (complex, sparse, typed lists, None).
-        ir.verifier.VerificationError: a pass broke the IR.
+        ir.errors.VerificationError: a pass broke the IR.
+        ir.errors.EmitError: the IR has an op or dtype with no exact ONNX form.
+        ir.errors.ShapeInferenceError: a type rule contradicts a declared dim.
         compiler.shapes.InputShapeError: ``input_shapes`` or
             ``example_inputs`` contradict the graph.
         compiler.shapes.DynamicShapeError: ``check_dynamic`` found the model

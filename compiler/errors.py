@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
-class CompileError(Exception):
-    """Base class of the errors ``compile_to_onnx`` raises on bad input."""
+from ir.errors import CompileError
 
 
 class Unsupported(CompileError):

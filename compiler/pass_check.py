@@ -33,6 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from ir import Graph
+from ir.errors import CompileError
 from ir.interpreter import evaluate
 from ir.printer import print_graph
 from ir.symbolic import evaluate as eval_dim, symbols
@@ -43,7 +44,7 @@ RTOL = {DType.FLOAT16: 1e-3, DType.FLOAT32: 1e-6, DType.FLOAT64: 1e-12}
 SIZES = (1, 2, 3, 5)  # sizes drawn for symbolic dims
 
 
-class PassCheckError(AssertionError):
+class PassCheckError(CompileError, AssertionError):
     """A pass changed the interpreter's results beyond the tolerance.
 
     Attributes:

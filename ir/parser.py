@@ -24,20 +24,7 @@ from ir.core import Graph, Value
 from ir.ops.registry import OpError
 from ir.symbolic import parse_dim
 from ir.types import Dim, DType, TensorType
-
-
-class IRParseError(ValueError):
-    """The text is not valid IR. The message gives ``line:column``, the
-    offending line and a caret under the position.
-
-    Attributes:
-        line, column: 1-based position of the error.
-    """
-
-    def __init__(self, message: str, line: int, column: int):
-        super().__init__(message)
-        self.line = line
-        self.column = column
+from ir.errors import IRParseError
 
 
 class Token(NamedTuple):

@@ -36,25 +36,13 @@ from ir.core import Graph, Node, Use, Value
 from ir.ops.registry import OpError, get_op
 from ir.printer import format_graph, value_name_token
 from ir.types import TensorType, dims_compatible
+from ir.errors import VerificationError
 
 EXCERPT_RADIUS = 6  # lines shown before and after the failing one
 WHOLE_IR_LINES = 40  # IR up to this many lines is shown whole
 MAX_LINE = 160  # longer lines (big base64 constants) are cut
 
 Namer = Callable[[Value], str]
-
-
-class VerificationError(ValueError):
-    """The IR breaks an invariant. The message names the failing node or value
-    and shows the printed IR around it.
-
-    Attributes:
-        anchor: the failing ``Node``, ``Value`` or ``Graph`` (None if unknown).
-    """
-
-    def __init__(self, message: str, anchor: Any = None):
-        super().__init__(message)
-        self.anchor = anchor
 
 
 def verify(graph: Graph, context: str | None = None, *, check_types: bool = True) -> None:

@@ -39,20 +39,7 @@ from ir.printer import format_graph
 from ir.types import Dim
 from passes.base import Pass, register_pass
 from passes.shape_values import ShapeValues
-
-
-class ShapeInferenceError(ValueError):
-    """A type rule contradicts a declared static dim or rejects the inputs
-    once their shapes are known. The message names the value, the declared
-    and the inferred types, and shows the node's line of IR.
-
-    Attributes:
-        node: the failing ``Node``.
-    """
-
-    def __init__(self, message: str, node: Node):
-        super().__init__(message)
-        self.node = node
+from ir.errors import ShapeInferenceError
 
 
 @register_pass

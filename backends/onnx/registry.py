@@ -9,15 +9,11 @@ of the node's outputs, in order. Rules register with ``@emits("add")``.
 from __future__ import annotations
 
 from typing import Callable
+from ir.errors import EmitError
 
 EmitRule = Callable[..., object]
 
 EMITTERS: dict[str, EmitRule] = {}
-
-
-class EmitError(ValueError):
-    """The IR graph cannot be emitted as ONNX: an op has no rule, or a rule
-    has no exact ONNX form for the given dtype (the message names both)."""
 
 
 def emits(*ops: str) -> Callable[[EmitRule], EmitRule]:

@@ -18,7 +18,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import graph_inputs, io_toposort
 
-from compiler.errors import (DroppedAssertionWarning, LoweringError, Unsupported, UnsupportedOccurrence,
+from compiler.errors import (CompileError, DroppedAssertionWarning, LoweringError, Unsupported, UnsupportedOccurrence,
                              UnsupportedOpsError)
 from compiler.lowering.const_eval import ConstantEvaluator
 from compiler.lowering.context import LoweringContext, LoweringOptions, ir_dtype, ir_type, sanitize_name
@@ -128,7 +128,6 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
     extra_shared = [v for v in roots if isinstance(v, SharedVariable)]
     missing = [v for v in roots if not isinstance(v, (SharedVariable, Constant)) and v.owner is None]
     if missing:
-        from compiler.errors import CompileError
         raise CompileError("outputs depend on variables that are not inputs: "
                            + ", ".join(str(v) for v in missing))
 

@@ -13,15 +13,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ir.types import DType, TensorType
+from ir.errors import OpError
 
 REQUIRED = object()  # sentinel default of an attribute that must be given
 
 # Attribute kinds and the Python values they hold.
 ATTR_KINDS = ("int", "float", "bool", "str", "dtype", "ints", "floats")
-
-
-class OpError(ValueError):
-    """A node's inputs or attributes do not satisfy its op's rules."""
 
 
 @dataclass(frozen=True)

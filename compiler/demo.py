@@ -31,6 +31,9 @@ from typing import Callable
 
 import numpy as np
 
+from compiler import nn
+from compiler.driver import compile_to_onnx
+
 DEFAULT_MODEL = "cnn"
 DEFAULT_EPOCHS = 10
 DEFAULT_SEED = 0
@@ -106,8 +109,6 @@ def cnn_logits(x, params: dict):
     PyTensor tensor ``x``: two blocks of conv 3x3 (padding 1), relu and
     2x2 max pooling (8x8 -> 4x4 -> 2x2), then flatten and a dense layer.
     Returns a ``(batch, 10)`` tensor."""
-    from compiler import nn
-
     h = nn.max_pool2d(nn.relu(nn.conv2d(x, params["W1"], params["b1"], padding=1)), 2)
     h = nn.max_pool2d(nn.relu(nn.conv2d(h, params["W2"], params["b2"], padding=1)), 2)
     return nn.linear(nn.flatten(h), params["W3"], params["b3"])
@@ -391,7 +392,6 @@ def run_demo(out_dir: str | Path = "demo-out", model: str = DEFAULT_MODEL, epoch
     """
     import pytensor
 
-    from compiler.driver import compile_to_onnx
 
     spec = model_spec(model)
     out = Path(out_dir)

@@ -29,6 +29,8 @@ from typing import Callable
 
 import numpy as np
 
+from compiler import compile_to_onnx
+
 N_GROUPS = 8
 N_OBS = 400
 # Both optimizers run to a tight optimum (SciPy's default ftol stops L-BFGS-B
@@ -114,7 +116,6 @@ def run_pymc_demo(out_dir: str | Path = "demo-out", seed: int = 0,
     import pytensor
     from scipy.optimize import minimize
 
-    from compiler import compile_to_onnx
 
     log = log or (lambda line: None)
     out = Path(out_dir)

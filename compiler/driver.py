@@ -23,15 +23,16 @@ import numpy as np
 import onnx
 import onnx_ir as oir
 
-from backends.onnx import PROTOBUF_LIMIT, build_model, initializer_bytes, save_ir_model
+from backends.onnx import PROTOBUF_LIMIT, build_model, initializer_bytes, make_session, save_ir_model
 from backends.onnx.context import NUMERICS
 from compiler import shapes
-from compiler.validation import check_compile_args, check_run_inputs, equal_dim_groups
 from compiler.lowering import graph_spec, lower
+from compiler.pass_check import PassChecker
+from compiler.report import format_report
+from compiler.validation import check_compile_args, check_run_inputs, equal_dim_groups
 from ir import Graph
 from ir.printer import print_graph
 from ir.verifier import verify
-from compiler.pass_check import PassChecker
 from passes import DEFAULT_PIPELINE, Pass, PassRecord, resolve_passes, run_pipeline
 from passes.rewrite_log import RewriteLog, observing
 
@@ -110,8 +111,6 @@ class CompiledModel:
         external data is saved to a temporary directory (removed with this
         object) and loaded from there."""
         if self._session is None:
-            from backends.onnx import make_session
-
             if self.uses_external_data:
                 self._tmpdir = tempfile.TemporaryDirectory(prefix="pytensor-onnx-")
                 path = Path(self._tmpdir.name) / "model.onnx"
@@ -170,8 +169,6 @@ class CompiledModel:
         bodies included), each pass's time and whether it changed the IR,
         how often each pattern rule fired, and which rules matched but
         declined, with their reasons (``compiler.report``)."""
-        from compiler.report import format_report
-
         return format_report(self)
 
     __call__ = run

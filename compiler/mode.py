@@ -38,6 +38,7 @@ from pytensor.compile.mode import Mode, predefined_linkers, predefined_modes, re
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.link.basic import JITLinker
 
+from compiler.driver import compile_to_onnx
 from compiler.pytensor_compat import SCAN_PREALLOC_TAG
 
 INCOMPATIBLE_REWRITES = ("cxx_only", "BlasOpt", "fusion", "inplace", "local_careduce_fusion", SCAN_PREALLOC_TAG)
@@ -106,8 +107,6 @@ class ONNXLinker(JITLinker):
         return run
 
     def _compile(self, fgraph, shared_shapes: dict):
-        from compiler.driver import compile_to_onnx
-
         options = dict(self.compile_options)
         if shared_shapes:
             options["input_shapes"] = {**shared_shapes, **options.get("input_shapes", {})}

@@ -28,6 +28,14 @@ from typing import Any, Sequence, TextIO
 
 import numpy as np
 
+from compiler.driver import compile_to_onnx
+from compiler.pass_check import compare
+from ir.interpreter import evaluate
+from ir.parser import parse_graph
+from ir.printer import print_graph
+from ir.verifier import verify
+from passes import Pass, get_pass, register_pass
+
 _PASS_SPEC = re.compile(r"\s*([A-Za-z0-9_.-]+)\s*(?:\{([^}]*)\})?\s*(?:,|$)")
 
 
@@ -60,8 +68,6 @@ def load_modules(names: Sequence[str]) -> None:
     """Import each module (a dotted name, or a ``.py`` file path) and
     register the named ``Pass`` subclasses it defines (those it registers
     itself are fine too), so they can be named in the pass list."""
-    from passes import Pass, register_pass
-
     for name in names:
         if name.endswith(".py"):
             spec = importlib.util.spec_from_file_location(Path(name).stem, name)
@@ -87,13 +93,6 @@ def run_opt(text: str, pass_list: str, *, print_after_all: bool = False, print_a
         ir.parser.IRParseError, KeyError (unknown pass), ValueError (bad
         pass list), ir.verifier.VerificationError (``verify_each``).
     """
-    from compiler.pass_check import compare
-    from ir.interpreter import evaluate
-    from ir.parser import parse_graph
-    from ir.printer import print_graph
-    from ir.verifier import verify
-    from passes import get_pass
-
     log = sys.stderr if log is None else log
     load_modules(load)
     graph = parse_graph(text)
@@ -154,11 +153,8 @@ def compile_target(target: str, out: str, passes: str | None = None, report: boo
     """``pytensor-onnx compile``: compile what ``load_target(target)`` gives
     (a compiled ``pytensor.function``, a ``FunctionGraph``, or an
     ``(inputs, outputs)`` pair) and save the model to ``out``."""
-    from compiler.driver import compile_to_onnx
-
     log = sys.stdout if log is None else log
     obj = load_target(target)
-    from passes import get_pass
 
     pipeline = None if passes is None else [get_pass(n, **o) for n, o in parse_pass_specs(passes)]
     if isinstance(obj, tuple) and len(obj) == 2 and not hasattr(obj, "maker"):

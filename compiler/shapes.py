@@ -26,6 +26,7 @@ import onnx
 
 import passes.shape_folding  # noqa: F401  (registers shape-folding)
 import passes.shape_inference  # noqa: F401  (registers shape-inference)
+from backends.onnx import make_session
 from compiler.errors import CompileError
 from ir import Graph, TensorType
 from ir import symbolic as sym
@@ -211,7 +212,6 @@ def check_dynamic(model: onnx.ModelProto, graph: Graph, input_vars: Sequence, ou
     import pytensor
     from pytensor.compile.mode import Mode
 
-    from backends.onnx import make_session
 
     fn = pytensor.function(list(input_vars), list(output_vars), mode=Mode(linker="py", optimizer="fast_compile"),
                            on_unused_input="ignore", accept_inplace=True)

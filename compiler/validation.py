@@ -21,6 +21,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import onnx
 
+from backends.onnx.context import EmitOptions
+from passes import Pass, registered_passes
 
 MIN_OPSET = 18
 
@@ -57,9 +59,6 @@ def check_compile_args(*, passes, opset, emit_options, bake_shared, verify_each_
             an ``opset`` outside ``[18, max_opset()]``, an unknown
             ``emit_options`` key or value (the accepted ones are listed).
     """
-    from backends.onnx.context import EmitOptions
-    from passes import Pass, registered_passes
-
     if passes is not None:
         if isinstance(passes, (str, bytes)) or not isinstance(passes, (list, tuple)):
             hint = f"; did you mean [{passes!r}]?" if isinstance(passes, str) else ""

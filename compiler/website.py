@@ -51,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+from compiler.demo import load_digits_split
 from compiler.web import model_manifest, write_web_glue
 
 ORT_WEB_VERSION = "1.30.0"
@@ -178,7 +179,6 @@ def digit_examples(model_path: str | os.PathLike, per_class: int = 2, seed: int 
     """
     import onnxruntime as ort
 
-    from compiler.demo import load_digits_split
 
     manifest = model_manifest(model_path)
     inputs, outputs = manifest["inputs"], manifest["outputs"]

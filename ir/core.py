@@ -13,6 +13,8 @@ from typing import Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
+from ir.opdef import get_op
+from ir.printer import print_graph
 from ir.types import DType, TensorType
 
 
@@ -284,8 +286,6 @@ class Graph:
             KeyError: unknown op. ``ir.ops.OpError``: the type rule rejects
             the inputs or attributes.
         """
-        from ir.ops.registry import get_op
-
         opdef = get_op(op)
         attrs = opdef.normalize_attrs(attrs or {})
         if output_types is None:
@@ -410,8 +410,6 @@ class Graph:
         self._nested.pop(node, None)
 
     def __str__(self) -> str:
-        from ir.printer import print_graph
-
         return print_graph(self)
 
     def __repr__(self) -> str:

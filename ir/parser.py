@@ -21,10 +21,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ir.core import Graph, Value
-from ir.ops.registry import OpError
+from ir.errors import IRParseError
+from ir.opdef import OpError
 from ir.symbolic import parse_dim
 from ir.types import Dim, DType, TensorType
-from ir.errors import IRParseError
 
 
 class Token(NamedTuple):

@@ -45,12 +45,14 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ir.core import Graph, Node, Value
 from ir.types import DType
+
+if TYPE_CHECKING:  # annotations only: ir.core prints graphs with this module
+    from ir.core import Graph, Node, Value
 
 MAX_LITERAL_SIZE = 16  # constants with more elements print as base64 or a digest
 DIGEST_HEX_DIGITS = 12  # SHA-256 prefix length of an abbreviated constant

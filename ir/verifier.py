@@ -33,10 +33,10 @@ from typing import Any, Callable
 import numpy as np
 
 from ir.core import Graph, Node, Use, Value
-from ir.ops.registry import OpError, get_op
+from ir.errors import VerificationError
+from ir.opdef import OpError, get_op
 from ir.printer import format_graph, value_name_token
 from ir.types import TensorType, dims_compatible
-from ir.errors import VerificationError
 
 EXCERPT_RADIUS = 6  # lines shown before and after the failing one
 WHOLE_IR_LINES = 40  # IR up to this many lines is shown whole

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ir import Graph, Node, TensorType, get_op
+from ir.transforms import FOLD_MAX_ELEMENTS
 from passes.base import Pass, register_pass
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,6 @@ log = logging.getLogger(__name__)
 # computation and small lookup tables, while a folded op of a large weight
 # (``transpose(W)`` of a 1024x1024 layer, 4 MiB) is not copied into a second
 # initializer; ONNX runtimes fold such ops once at session load anyway.
-DEFAULT_MAX_ELEMENTS = 65536
 
 
 @register_pass
@@ -63,7 +63,7 @@ class ConstantFolding(Pass):
     """
 
     name = "constant-folding"
-    max_elements: int = DEFAULT_MAX_ELEMENTS
+    max_elements: int = FOLD_MAX_ELEMENTS
 
     def run(self, graph: Graph) -> bool:
         changed = False

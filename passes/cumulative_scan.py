@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ir import Graph, Node, Value
-from ir.ops.control_flow import add_fresh_constant, nested_names
+from ir.transforms import add_fresh_constant, nested_names
 from passes.base import Pass, register_pass
 
 CUMULATIVE = {"add": "cumsum", "mul": "cumprod"}

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ir import Graph
+from ir.transforms import remove_dead_code
 from passes.base import Pass, register_pass
 
 
@@ -31,15 +32,4 @@ class DeadCodeElimination(Pass):
     name = "dce"
 
     def run(self, graph: Graph) -> bool:
-        changed = False
-        live_outputs = set(graph.outputs)
-        for node in reversed(graph.nodes):
-            if any(out.num_uses or out in live_outputs for out in node.outputs):
-                continue
-            graph.erase(node)
-            changed = True
-        for value in list(graph.constants.values()):
-            if not value.num_uses and value not in live_outputs:
-                graph.remove_constant(value)
-                changed = True
-        return changed
+        return remove_dead_code(graph)

@@ -35,7 +35,7 @@ import heapq
 from dataclasses import dataclass
 
 from ir import Graph, Node, Value
-from ir.ops.control_flow import add_fresh_constant, inline, nested_names
+from ir.transforms import add_fresh_constant, inline, nested_names
 from passes.base import Pass, register_pass
 
 MAX_COPIED_CONSTANT = 16  # constants up to this many elements are copied into a branch

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ir import Graph, Node
-from ir.ops.control_flow import inline, nested_names
+from ir.transforms import inline, nested_names
 from passes.base import Pass, register_pass
 
 # Ops that compute a value for every input of their type (NaN/Inf at worst):

@@ -6,7 +6,7 @@ A loop qualifies when it has no while condition (``has_condition`` false)
 and its trip count input is a constant ``n`` with ``1 <= n <=
 max_trip_count`` (the constant may come from the graph, or from folding
 the shape arithmetic ``shape-inference`` specialized). Iteration ``i``
-inlines the body (``ir.ops.control_flow.inline``) with the iteration number
+inlines the body (``ir.transforms.inline``) with the iteration number
 bound to a constant ``i`` and the carried values bound to the previous
 iteration's results; the carried outputs become the last iteration's values
 and each stacked output a ``concat`` of the per-step values, each with a
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ir import Graph, Node, Value
-from ir.ops.control_flow import add_fresh_constant, inline, nested_names
+from ir.transforms import add_fresh_constant, inline, nested_names
 from passes.base import Pass, register_pass
 
 DEFAULT_MAX_TRIP_COUNT = 64

@@ -34,12 +34,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ir import Graph, Node, TensorType, get_op
-from ir.ops.registry import OpError
+from ir.errors import ShapeInferenceError
+from ir.opdef import OpError
 from ir.printer import format_graph
 from ir.types import Dim
 from passes.base import Pass, register_pass
 from passes.shape_values import ShapeValues
-from ir.errors import ShapeInferenceError
 
 
 @register_pass

@@ -17,7 +17,7 @@ import numpy as np
 import onnx_ir as oir
 
 from backends.onnx.provenance import stamp
-from backends.onnx.registry import EmitError
+from ir.errors import EmitError
 from ir.core import Node
 from ir.types import DType, TensorType
 

@@ -18,9 +18,8 @@ import onnx_ir as oir
 from backends.onnx import rules  # noqa: F401  (registers the rules)
 from backends.onnx.context import (FUNCTION_DOMAIN, FUNCTION_DOMAIN_VERSION, EmitContext, EmitOptions, Namer,
                                    onnx_dtype, onnx_value)
-from backends.onnx.registry import EmitError, get_rule
+from backends.onnx.registry import EmitError, emit_nodes
 from ir.core import Graph, Value
-from ir.ops import get_op
 from ir.symbolic import format_dim
 
 IR_VERSION = 10
@@ -108,31 +107,6 @@ def build_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float6
                            opset_imports=opsets, name=graph.name)
     return oir.Model(onnx_graph, ir_version=IR_VERSION, producer_name=PRODUCER,
                      functions=list(ctx.functions.values()))
-
-
-def emit_nodes(ctx: EmitContext, graph: Graph, env: dict[Value, oir.Value]) -> None:
-    """Emit the nodes of ``graph`` in program order, each by its rule,
-    reading the ONNX values of their inputs from ``env`` (IR value -> ONNX
-    value) and adding their outputs to it. ``emit_model`` calls it for the
-    main graph; the control-flow rules (``rules/control_flow.py``) call it
-    for nested bodies inside ``ctx.body()``.
-
-    Raises:
-        EmitError: an op without a rule, a rule returning the wrong number of
-            values, or a node with subgraphs whose op takes none.
-    """
-    outer = ctx.node
-    for node in graph:
-        if node.subgraphs and not get_op(node.op).subgraph_roles:
-            raise EmitError(f"IR op {node.op!r} with subgraphs is not supported by the ONNX emitter")
-        rule = get_rule(node.op)
-        ctx.node = node
-        results = rule(ctx, node, *(env[v] for v in node.inputs))
-        results = results if isinstance(results, tuple) else (results,)
-        if len(results) != len(node.outputs):
-            raise EmitError(f"rule for {node.op!r} returned {len(results)} values for {len(node.outputs)} outputs")
-        env.update(zip(node.outputs, results))
-    ctx.node = outer
 
 
 def onnx_dims(shape) -> list:

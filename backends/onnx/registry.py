@@ -9,7 +9,13 @@ of the node's outputs, in order. Rules register with ``@emits("add")``.
 from __future__ import annotations
 
 from typing import Callable
+
+import onnx_ir as oir
+
+from backends.onnx.context import EmitContext
+from ir.core import Graph, Value
 from ir.errors import EmitError
+from ir.ops import get_op
 
 EmitRule = Callable[..., object]
 
@@ -38,3 +44,28 @@ def get_rule(op: str) -> EmitRule:
         return EMITTERS[op]
     except KeyError:
         raise EmitError(f"no ONNX emission rule for IR op {op!r}") from None
+
+
+def emit_nodes(ctx: EmitContext, graph: Graph, env: dict[Value, oir.Value]) -> None:
+    """Emit the nodes of ``graph`` in program order, each by its rule,
+    reading the ONNX values of their inputs from ``env`` (IR value -> ONNX
+    value) and adding their outputs to it. ``emit_model`` calls it for the
+    main graph; the control-flow rules (``rules/control_flow.py``) call it
+    for nested bodies inside ``ctx.body()``.
+
+    Raises:
+        EmitError: an op without a rule, a rule returning the wrong number of
+            values, or a node with subgraphs whose op takes none.
+    """
+    outer = ctx.node
+    for node in graph:
+        if node.subgraphs and not get_op(node.op).subgraph_roles:
+            raise EmitError(f"IR op {node.op!r} with subgraphs is not supported by the ONNX emitter")
+        rule = get_rule(node.op)
+        ctx.node = node
+        results = rule(ctx, node, *(env[v] for v in node.inputs))
+        results = results if isinstance(results, tuple) else (results,)
+        if len(results) != len(node.outputs):
+            raise EmitError(f"rule for {node.op!r} returned {len(results)} values for {len(node.outputs)} outputs")
+        env.update(zip(node.outputs, results))
+    ctx.node = outer

@@ -37,6 +37,8 @@ from typing import Callable
 
 import numpy as np
 
+from compiler import compile_to_onnx
+from compiler.errors import UnsupportedOpsError
 from compiler.fuzz.generate import Program, generate
 
 ORDER = ["crash", "mismatch", "known", "pytensor-error", "unsupported", "match", "invalid"]
@@ -97,8 +99,6 @@ def compare(got, want) -> str | None:
 
 
 def _classify_path(path: str, make_model, data, want, want_error) -> tuple[str, str]:
-    from compiler.errors import UnsupportedOpsError
-
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -183,7 +183,6 @@ def run_case(program: Program, linker: str = "py") -> CaseResult:
     """
     from pytensor.compile.mode import Mode
 
-    from compiler import compile_to_onnx
 
     try:
         inputs, out = build(program)

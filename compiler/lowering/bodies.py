@@ -19,7 +19,7 @@ from compiler.errors import Unsupported, UnsupportedOpsError
 from compiler.lowering.context import LoweringContext, sanitize_name
 from compiler.lowering.lower import lower_apply_nodes
 from ir import Graph, TensorType, Value
-from passes.dce import DeadCodeElimination
+from ir.transforms import remove_dead_code
 
 _CHILDREN: "weakref.WeakKeyDictionary[Graph, dict[str, int]]" = weakref.WeakKeyDictionary()
 _BODIES: "weakref.WeakSet[Graph]" = weakref.WeakSet()
@@ -78,7 +78,7 @@ class Body:
         prefix the constants' names; returns the graph, ready to be a
         node's subgraph."""
         self.graph.set_outputs(list(outputs))
-        DeadCodeElimination().run(self.graph)
+        remove_dead_code(self.graph)
         renamed: dict[str, Value] = {}
         taken = {v.name for v in self.graph.inputs}
         for value in self.graph.constants.values():

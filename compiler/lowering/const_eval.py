@@ -25,7 +25,7 @@ import pytensor
 from pytensor.compile.mode import Mode
 from pytensor.graph.basic import Constant
 
-from passes.constant_folding import DEFAULT_MAX_ELEMENTS
+from ir.transforms import FOLD_MAX_ELEMENTS
 
 _PYTHON_MODE = Mode(linker="py", optimizer=None)
 
@@ -40,7 +40,7 @@ class ConstantEvaluator:
         max_elements: the largest result baked.
     """
 
-    def __init__(self, nodes: Sequence, constant_vars: set, max_elements: int = DEFAULT_MAX_ELEMENTS):
+    def __init__(self, nodes: Sequence, constant_vars: set, max_elements: int = FOLD_MAX_ELEMENTS):
         self.max_elements = max_elements
         self._cache: dict = {}
         self.constant = set(constant_vars)

@@ -7,7 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ir.ops.registry import OpError
+from ir.opdef import OpError
 from ir.types import Dim, DType, TensorType
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.special
 
 from ir.ops.common import BOOL, broadcast_shapes, check_dtype, same_dtype
-from ir.ops.registry import Attr, OpDef, OpError, register
+from ir.opdef import Attr, OpDef, OpError, register
 from ir.types import TensorType
 
 

@@ -18,7 +18,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ir import symbolic as sym
 from ir.ops.common import broadcast_shapes, check_dtype, same_dtype
 from ir.ops.elementwise import _unary
-from ir.ops.registry import Attr, OpDef, OpError, register
+from ir.opdef import Attr, OpDef, OpError, register
 from ir.types import TensorType, dims_compatible
 
 # -- activations ---------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir.ops.common import INT64, broadcast_shapes, check_dtype, normalize_axis, same_dtype
-from ir.ops.registry import Attr, OpDef, OpError, register
+from ir.opdef import Attr, OpDef, OpError, register
 from ir.types import TensorType
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ir import symbolic as sym
 from ir.ops.common import INT64, broadcast_shapes, check_dtype, known_dims, normalize_axis, same_dtype
-from ir.ops.registry import Attr, OpDef, OpError, register
+from ir.opdef import Attr, OpDef, OpError, register
 from ir.types import TensorType, dims_compatible
 
 

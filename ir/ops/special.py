@@ -25,7 +25,7 @@ import numpy as np
 import scipy.special as sp
 
 from ir.ops.common import broadcast_shapes, check_dtype, same_dtype
-from ir.ops.registry import OpDef, register
+from ir.opdef import OpDef, register
 from ir.types import TensorType
 
 

@@ -205,7 +205,7 @@ def grid(a: np.ndarray, b: np.ndarray):
 
 def allowed(op: str, dtype: DType) -> bool:
     """Whether the op's type rule accepts inputs of ``dtype``."""
-    from ir.ops.registry import OpError
+    from ir.opdef import OpError
 
     t = TensorType(dtype, (2,))
     opdef = all_ops()[op]

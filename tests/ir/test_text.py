@@ -11,8 +11,8 @@ from hypothesis.extra import numpy as hnp
 
 from ir import DType, Graph, TensorType
 from ir.interpreter import evaluate
-from ir.ops import registry
-from ir.ops.registry import Attr, OpDef
+from ir import opdef as registry
+from ir.opdef import Attr, OpDef
 from ir.parser import IRParseError, parse_graph, parse_type
 from ir.printer import print_graph
 from ir.verifier import verify

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from ir import DType, Graph, Node, TensorType, Use, Value
-from ir.ops import registry
-from ir.ops.registry import OpDef
+from ir import opdef as registry
+from ir.opdef import OpDef
 from ir.parser import parse_graph
 from ir.verifier import VerificationError, verify
 

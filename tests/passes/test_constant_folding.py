@@ -12,7 +12,8 @@ from ir.interpreter import evaluate
 from ir.parser import parse_graph
 from ir.verifier import verify
 from passes import get_pass
-from passes.constant_folding import DEFAULT_MAX_ELEMENTS, ConstantFolding
+from ir.transforms import FOLD_MAX_ELEMENTS
+from passes.constant_folding import ConstantFolding
 from tests.passes.helpers import assert_identical, check_pass
 
 FOLD = ConstantFolding()
@@ -88,7 +89,7 @@ def test_outputs_over_the_limit_stay():
           %y: f32[300,300] = add(%x, %e)
           return %y
         }"""
-    assert 300 * 300 > DEFAULT_MAX_ELEMENTS
+    assert 300 * 300 > FOLD_MAX_ELEMENTS
     check_pass(FOLD, text, None)
     graph = parse_graph(text)
     assert ConstantFolding(max_elements=90000).run(graph)
@@ -209,4 +210,4 @@ def test_folded_graph_computes_the_same_as_before():
 def test_registered_with_its_option():
     assert get_pass("constant-folding") == FOLD
     assert get_pass("constant-folding", max_elements=10) == ConstantFolding(10)
-    assert FOLD.max_elements == DEFAULT_MAX_ELEMENTS == 65536
+    assert FOLD.max_elements == FOLD_MAX_ELEMENTS == 65536

@@ -2,7 +2,7 @@
 ``ir/ops/control_flow.py``): ONNX Loop and If, opset 18.
 
 Bodies are emitted by the same rules as the main graph
-(``emitter.emit_nodes``) into the node list ``ctx.body()`` collects. The
+(``registry.emit_nodes``) into the node list ``ctx.body()`` collects. The
 IR's explicit captures become ONNX outer-scope reads: a body input that an
 IR node fills with an enclosing value is bound to that value's ONNX name,
 and body constants become model initializers, which bodies may read. A body
@@ -18,7 +18,7 @@ from __future__ import annotations
 import onnx_ir as oir
 
 from backends.onnx.context import onnx_dtype
-from backends.onnx.registry import emits
+from backends.onnx.registry import emit_nodes, emits
 from backends.onnx.rules.common import B, I64
 from ir.core import Graph, Value
 from ir.types import TensorType
@@ -32,8 +32,6 @@ def _emit_body(ctx, graph: Graph, env: dict[Value, oir.Value]) -> list[oir.Value
     """Emit the nodes of nested ``graph`` (its inputs already bound in
     ``env``) into the current body; returns its outputs, each produced by a
     node of the body and typed."""
-    from backends.onnx.emitter import emit_nodes  # the emitter imports the rules
-
     for c in graph.constants.values():
         env[c] = ctx.initializer(c.const, c.name)
     emit_nodes(ctx, graph, env)

@@ -12,8 +12,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ir.types import DType, TensorType
 from ir.errors import OpError
+from ir.types import DType, TensorType
 
 REQUIRED = object()  # sentinel default of an attribute that must be given
 

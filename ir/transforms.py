@@ -1,0 +1,135 @@
+"""Graph transforms every pass and the lowering share: deep copy, inlining
+a closed body, fresh names that avoid nested graphs, dead-code removal, a
+walk over a graph and all its nested graphs, and the size limit of
+compile-time evaluation. All are linear in the size of what they touch.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Sequence
+
+from ir.core import Graph, Node, Value
+
+FOLD_MAX_ELEMENTS = 65536
+"""The largest result (in elements) compile-time evaluation may produce:
+the ``constant-folding`` pass's default and the lowering's evaluation of
+constant PyTensor subgraphs. Larger results stay computations, so a model
+never swells with folded weights."""
+
+
+def walk_graphs(graph: Graph) -> Iterator[Graph]:
+    """``graph`` and every graph nested in it, at any depth, each before the
+    graphs nested in it (pre-order). Linear in the number of nodes."""
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        yield g
+        stack.extend(reversed([sub for node in g if node.subgraphs for sub in node.subgraphs.values()]))
+
+
+def remove_dead_code(graph: Graph) -> bool:
+    """Erase every node of ``graph`` (top level only) none of whose outputs
+    is read or returned, and every constant nothing reads; True if anything
+    went. One backward walk over the node list: O(nodes)."""
+    changed = False
+    live_outputs = set(graph.outputs)
+    for node in reversed(graph.nodes):
+        if any(out.num_uses or out in live_outputs for out in node.outputs):
+            continue
+        graph.erase(node)
+        changed = True
+    for value in list(graph.constants.values()):
+        if not value.num_uses and value not in live_outputs:
+            graph.remove_constant(value)
+            changed = True
+    return changed
+
+
+def copy_graph(graph: Graph, name: str | None = None) -> Graph:
+    """A deep copy of a closed graph (its nested graphs copied too), with
+    the same names and types. Linear in the graph's size."""
+    copy = Graph(name or graph.name)
+    env: dict[Value, Value] = {v: copy.add_input(v.type, v.name) for v in graph.inputs}
+    env.update({c: copy.add_constant(c.const, c.name, c.type) for c in graph.constants.values()})
+    for node in graph:
+        clone = _clone_node(copy, node, [env[v] for v in node.inputs])
+        copy.append(clone)
+        env.update(zip(node.outputs, clone.outputs))
+    copy.set_outputs([env[v] for v in graph.outputs])
+    return copy
+
+
+def nested_names(nodes: Iterable[Node]) -> set[str]:
+    """The input and constant names of every graph nested in ``nodes`` (a
+    graph, or a list of nodes), at any depth: a constant added to their
+    graph must avoid them, since a nested name may not repeat an enclosing
+    one. Linear in the size of the nodes and their nested graphs."""
+    names: set[str] = set()
+    stack = [sub for node in nodes for sub in node.subgraphs.values()]
+    while stack:
+        g = stack.pop()
+        names.update(v.name for v in g.inputs)
+        names.update(g.constants)
+        stack += [sub for node in g for sub in node.subgraphs.values()]
+    return names
+
+
+def add_fresh_constant(graph: Graph, array, name: str, reserved: set[str], type=None) -> Value:
+    """``graph.add_constant`` under ``name`` or ``name_<k>``, avoiding the
+    ``reserved`` names (``nested_names(graph)``) too."""
+    if name in reserved:
+        k = 1
+        while f"{name}_{k}" in reserved or f"{name}_{k}" in graph.constants:
+            k += 1
+        name = f"{name}_{k}"
+    value = graph.add_constant(array, name, type)
+    if value.name in reserved:  # the graph's own uniquing landed on a reserved name
+        graph.remove_constant(value)
+        return add_fresh_constant(graph, array, value.name, reserved, type)
+    return value
+
+
+def inline(target: Graph, body: Graph, args: Sequence[Value | None], *, before: Node | None = None,
+           constants: dict[Value, Value] | None = None, origins: tuple = (),
+           prefix: str = "", created: list[Node] | None = None, reserved: set[str] | None = None) -> list[Value]:
+    """Copy the nodes of the closed graph ``body`` into ``target`` (before
+    ``before``, or at the end) with its inputs bound to ``args`` (None for
+    an input the body never reads); returns the values of its outputs in
+    ``target``.
+
+    Body constants become constants of ``target``, named ``prefix`` plus
+    the last dotted part of their name (give a nested ``target``'s prefix so
+    no name repeats an enclosing graph's) and avoiding ``reserved`` (pass
+    ``nested_names(target)``); pass the same ``constants`` dict (body
+    constant -> target value) to several calls to make them once.
+    Copied nodes keep their own origins, else get ``origins``, and are appended
+    to ``created`` when given. Linear in the body's size.
+    """
+    if len(args) != len(body.inputs):
+        raise ValueError(f"graph @{body.name} takes {len(body.inputs)} inputs, got {len(args)}")
+    constants = {} if constants is None else constants
+    env: dict[Value, Value] = dict(zip(body.inputs, args))
+    for c in body.constants.values():
+        if c not in constants:
+            name = prefix + c.name.rsplit(".", 1)[-1]
+            constants[c] = add_fresh_constant(target, c.const, name, reserved or set(), c.type)
+        env[c] = constants[c]
+    for node in body:
+        clone = _clone_node(target, node, [env[v] for v in node.inputs])
+        clone.origins = node.origins or origins
+        if before is None:
+            target.append(clone)
+        else:
+            target.insert_before(before, clone)
+        if created is not None:
+            created.append(clone)
+        env.update(zip(node.outputs, clone.outputs))
+    return [env[v] for v in body.outputs]
+
+
+def _clone_node(graph: Graph, node: Node, inputs: list[Value]) -> Node:
+    clone = graph.create_node(node.op, inputs, node.attrs, [v.type for v in node.outputs],
+                              output_names=[v.name for v in node.outputs],
+                              subgraphs={role: copy_graph(g) for role, g in node.subgraphs.items()})
+    clone.origins = node.origins
+    return clone

@@ -1,0 +1,142 @@
+"""The import structure the architecture promises (ARCHITECTURE.md, "Layers"):
+no import cycles between the project's modules, no function-level import
+of a project module (a lazy import hides a cycle or a layering break; only
+the command line defers its subcommands' imports to start fast), and the
+layers depend downwards only: ``ir`` on nothing of ours, ``passes`` on
+``ir``, ``backends`` on ``ir``, lowering on ``ir`` but never on a pass."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("compiler", "ir", "passes", "backends")
+LAZY_IMPORTS_ALLOWED = {"compiler.cli"}  # subcommands import what they need when run
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            mods[name.removesuffix(".__init__")] = path
+    return mods
+
+
+MODULES = _modules()
+
+
+def _resolve(name: str) -> str | None:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imported(node: ast.Import | ast.ImportFrom, importer: str) -> set[str]:
+    """Project modules an import statement executes: the named module and
+    every package above it that is not already above the importer."""
+    if isinstance(node, ast.ImportFrom):
+        if node.level:
+            return set()
+        names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+    else:
+        names = [a.name for a in node.names]
+    out = set()
+    for name in names:
+        if name.split(".")[0] not in PACKAGES:
+            continue
+        target = _resolve(name)
+        parts = target.split(".") if target else []
+        for i in range(1, len(parts) + 1):
+            mod = ".".join(parts[:i])
+            if mod in MODULES and mod != importer and not importer.startswith(mod + "."):
+                out.add(mod)
+    return out
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _scan():
+    """(module-level edges, function-level imports) over the project."""
+    edges: dict[str, set[str]] = {m: set() for m in MODULES}
+    lazy: list[tuple[str, int, set[str]]] = []
+    for mod, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+
+        def visit(node, in_function: bool):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.If) and _is_type_checking(child):
+                    continue  # annotations only, never executed
+                if isinstance(child, (ast.Import, ast.ImportFrom)):
+                    targets = _imported(child, mod)
+                    if targets:
+                        (lazy.append((mod, child.lineno, targets)) if in_function
+                         else edges[mod].update(targets))
+                visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                 ast.Lambda)))
+        visit(tree, False)
+    return edges, lazy
+
+
+EDGES, LAZY = _scan()
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def connect(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in edges:
+        if v not in index:
+            connect(v)
+    return found
+
+
+def test_no_import_cycles():
+    assert _cycles(EDGES) == []
+
+
+def test_no_function_level_imports_of_project_modules():
+    offenders = [f"{m}:{line} imports {sorted(t)}" for m, line, t in LAZY if m not in LAZY_IMPORTS_ALLOWED]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("layer, forbidden", [
+    ("ir", ("compiler", "passes", "backends")),
+    ("passes", ("compiler", "backends")),
+    ("backends", ("compiler", "passes")),
+    ("compiler.lowering", ("passes",)),
+])
+def test_layers_depend_downwards(layer, forbidden):
+    bad = sorted(f"{m} -> {t}" for m, targets in EDGES.items() if m == layer or m.startswith(layer + ".")
+                 for t in targets if t.split(".")[0] in forbidden)
+    assert bad == []
+
+
+def test_the_scan_sees_the_project():
+    assert len(MODULES) > 50 and EDGES["compiler.driver"] >= {"ir", "passes"}

@@ -6,8 +6,8 @@ Builds ``bench.models.yolo11n`` twice from one seed (PyTensor graph from
 legacy TorchScript exporter, ``dynamo=False``, when it works), checks that
 every export computes what the torch module computes, then times each model in
 onnxruntime: 1 intra-op and 1 inter-op thread, ``ORT_ENABLE_ALL``, batch 1.
-Sessions are timed round-robin (one call each per round) so that load on a
-shared machine hits them alike; the table gives the median per-call latency
+Sessions are timed round-robin (one call each per round, in a new random
+order each round) so that load on a shared machine hits them alike; the table gives the median per-call latency
 and its ratio to the dynamo export.
 
 Usage::
@@ -160,8 +160,11 @@ def main(argv=None) -> int:
     for label, (s, _, _) in sessions.items():  # warm up
         for _ in range(5):
             s.run(None, feeds[label])
+    order, rng = list(sessions), np.random.default_rng(args.seed)
     for _ in range(args.rounds):
-        for label, (s, _, _) in sessions.items():
+        rng.shuffle(order)  # a new order each round: no session always runs right after another
+        for label in order:
+            s = sessions[label][0]
             t = time.perf_counter()
             s.run(None, feeds[label])
             times[label].append(time.perf_counter() - t)

@@ -438,6 +438,60 @@ def test_max_pool_padded_window_of_minus_inf():
     assert histogram(model) == Counter({"Pad": 1, "MaxPool": 1})
 
 
+def _pool_of(producer: str | None, x: np.ndarray, attrs: dict, chain: int = 1) -> Graph:
+    """``max_pool`` (``chain`` of them) of ``producer(x)`` (of ``x`` itself when None)."""
+    g = Graph("pool")
+    v = g.add_input(TensorType.of_array(x), "x0")
+    if producer is not None:
+        node = g.create_node(producer, [v], {})
+        g.append(node)
+        v = node.outputs[0]
+    for _ in range(chain):
+        node = g.create_node("max_pool", [v], attrs)
+        g.append(node)
+        v = node.outputs[0]
+    g.set_outputs([v])
+    return g
+
+
+@pytest.mark.parametrize("producer, chain", [("silu", 1), ("relu", 1), ("silu", 3), ("exp", 2)])
+@pytest.mark.parametrize("numerics", ["fast", "strict"])
+def test_max_pool_keeps_its_pads_when_no_input_is_minus_inf(producer, chain, numerics):
+    """A pool of a value that holds no -inf (SiLU, ReLU, exp, or a pool of
+    those), whose windows each hold an input element, needs no explicit Pad:
+    the -FLT_MAX padding never wins. Same values, NaN and inf included."""
+    x = integers((1, 2, 6, 5))
+    x[0, 0, 0, :] = -np.inf
+    x[0, 1, 2, 2], x[0, 1, 4, 4] = np.nan, np.inf
+    attrs = {"kernel": (5, 5), "pads": (2, 2, 2, 2), "strides": (1, 1)}  # SPPF's pool
+    graph = _pool_of(producer, x, attrs, chain)
+    model = emitted(graph, numerics=numerics)
+    assert histogram(model)["Pad"] == 0 and histogram(model)["MaxPool"] == chain
+    got, = make_session(model).run(None, {"x0": x})
+    want, = evaluate(graph, [x])
+    kept = ~np.isnan(want)  # where a NaN lands in a window is unspecified for MaxPool
+    for test in (np.isposinf, np.isneginf):
+        np.testing.assert_array_equal(test(got[kept]), test(want[kept]))
+    # fast SiLU is within 2 eps max(1, |x|) of the interpreter's; every other case is exact
+    tol = 2 * np.finfo(np.float32).eps if (numerics, producer) == ("fast", "silu") else 0
+    np.testing.assert_allclose(got[kept], want[kept], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("producer, attrs", [
+    (None, {"kernel": (3, 3), "pads": (1, 1, 1, 1)}),        # the input may hold -inf
+    ("neg", {"kernel": (3, 3), "pads": (1, 1, 1, 1)}),       # so may its negation
+    ("relu", {"kernel": (3, 3), "pads": (1, 1, 1, 1), "dilations": (2, 2)}),  # dilated: not analysed
+])
+def test_max_pool_pads_explicitly_when_minus_inf_can_reach_a_padded_window(producer, attrs):
+    x = np.full((1, 1, 4, 4), -np.inf, np.float32)
+    x[0, 0, 3, 3] = 1
+    model = emitted(_pool_of(producer, x, attrs), numerics="fast")
+    assert histogram(model)["Pad"] == 1
+    got, = make_session(model).run(None, {"x0": x})
+    want, = evaluate(_pool_of(producer, x, attrs), [x])
+    np.testing.assert_array_equal(got, want)
+
+
 def test_max_pool_nan_propagate_option():
     """Native MaxPool keeps a NaN only when it visits it last (unspecified in
     the IR); max_pool_nan="propagate" makes every window holding a NaN NaN."""

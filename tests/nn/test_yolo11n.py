@@ -55,6 +55,7 @@ def test_one_operator_per_layer(model):
     ops = Counter(n.op_type for n in model[2].model.graph.node)
     assert ops["Conv"] == 88  # 81 Conv-BN(-SiLU) blocks with the BN folded, 6 head convs, the DFL
     assert "BatchNormalization" not in ops
-    # fast SiLU; Mul: the attention scale, the anchors' strides, the class sigmoid's e * 1/(1+e)
-    assert (ops["Sigmoid"], ops["Mul"]) == (77, 77 + 3)
+    # fast SiLU and class sigmoid (torch's ops exactly); Mul: the attention scale, the anchors' strides
+    assert (ops["Sigmoid"], ops["Mul"]) == (77 + 1, 77 + 2)
+    assert "Pad" not in ops  # SPPF's pools read SiLU outputs: MaxPool's own pads are exact
     assert (ops["MaxPool"], ops["Resize"], ops["Softmax"], ops["MatMul"]) == (3, 2, 2, 2)

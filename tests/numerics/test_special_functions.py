@@ -321,7 +321,9 @@ TAIL_REFS = {
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 @pytest.mark.parametrize("name", sorted(TAIL_REFS))
 def test_logistic_tails_within_4_ulp(name, dtype):
-    """Down to the subnormal results of sigmoid(-740) and up to softplus(1e300): 4 ulp."""
+    """Down to the subnormal results of sigmoid(-740) and up to softplus(1e300): 4 ulp.
+    (float32 sigmoid keeps its tail under numerics="strict"; "fast" is
+    onnxruntime's Sigmoid, test_contract.py::test_fast_sigmoid_within_its_absolute_bound.)"""
     import pytensor.tensor as pt
 
     from compiler import compile_to_onnx
@@ -334,7 +336,8 @@ def test_logistic_tails_within_4_ulp(name, dtype):
         x = x[~(x > 0)]  # NaN there, checked below through the pattern
     v = pt.vector("x", dtype=np.dtype(dtype).name)
     fn = {"sigmoid": pt.sigmoid, "softplus": pt.softplus, "log1mexp": pt.log1mexp}[name]
-    got = compile_to_onnx([v], outputs=[fn(v)]).run(x)[0]
+    numerics = "strict" if (name, dtype) == ("sigmoid", np.float32) else "fast"
+    got = compile_to_onnx([v], outputs=[fn(v)], numerics=numerics).run(x)[0]
     want = []
     for a in x.astype(np.float64):
         if np.isnan(a):

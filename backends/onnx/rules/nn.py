@@ -281,11 +281,57 @@ def _pad_spatial(ctx, x, pads, dtype):
     return ctx.op("Pad", x, _i64(ctx, [0, 0, *pads[:nsp], 0, 0, *pads[nsp:]]), ctx.const(_lowest(dtype), dtype))
 
 
+# IR ops whose result is never -inf, whatever their input: relu/exp/abs/
+# sigmoid/softplus are >= 0 or NaN; silu(x) = x * sigmoid(x) >= -0.279 or
+# NaN (silu(-inf) = -inf * 0 = NaN).
+_NEVER_NEG_INF = frozenset({"relu", "exp", "abs", "sigmoid", "softplus", "silu"})
+_NEG_INF_LOOKBACK = 16  # producers followed at most, so the check stays O(1) per pool
+
+
+def never_neg_inf(value) -> bool:
+    """True when ``value`` provably holds no -inf: produced by an op of
+    ``_NEVER_NEG_INF``, by a ``max_pool`` of such a value whose windows
+    each hold a real element (``_windows_hold_input``), or by a ``concat``
+    of such values, at most ``_NEG_INF_LOOKBACK`` producers deep; or a
+    constant without -inf. False when unsure."""
+    budget = [_NEG_INF_LOOKBACK]
+
+    def check(v) -> bool:
+        if v.const is not None:
+            return not np.any(np.isneginf(v.const))
+        node = v.producer
+        budget[0] -= 1
+        if node is None or budget[0] < 0:
+            return False
+        if node.op in _NEVER_NEG_INF:
+            return True
+        if node.op == "max_pool":
+            return _windows_hold_input(node) and check(node.inputs[0])
+        if node.op == "concat":
+            return all(check(i) for i in node.inputs)
+        return False
+
+    return check(value)
+
+
+def _windows_hold_input(node) -> bool:
+    """Every window of a pool ``node`` holds at least one input element.
+    The IR keeps every pad below the kernel size (ONNX pooling), so without
+    dilation a window starts at most ``k - 1`` before the input and ends at
+    most ``k - 1`` after it; dilated windows are not analysed (False)."""
+    _, _, dilations, _ = _window(node)
+    return all(d == 1 for d in dilations)
+
+
 @emits("max_pool")
 def max_pool(ctx, node, x):
-    """MaxPool. Measured differences bridged: float32 MaxPool returns
-    -FLT_MAX instead of -inf for a padded window of -inf values, so float32
-    pads are an explicit Pad with -inf; int16/uint16 run in float32 and
+    """MaxPool. Measured differences bridged: float32 MaxPool pads with
+    -FLT_MAX, so a padded window whose input elements are all -inf gives
+    -FLT_MAX instead of -inf; float32 pads are therefore an explicit Pad with
+    -inf, unless the input provably holds no -inf and every window holds an
+    input element (``never_neg_inf``, e.g. a pool of a SiLU or ReLU: then
+    MaxPool's own pads are exact, and onnxruntime keeps the pool in its
+    blocked layout, as torch's exports do); int16/uint16 run in float32 and
     int32/uint32 in float64 (exact); int64/uint64 are a Max over strided
     Slices of the input padded with the dtype's minimum. A NaN in a window
     gives NaN only when MaxPool visits it last (the IR leaves this
@@ -296,7 +342,7 @@ def max_pool(ctx, node, x):
     attrs = _pool_attrs(node)
     compute = MAX_POOL_BRIDGE.get(dtype, dtype)
     v = _via(ctx, x, dtype, compute)
-    if dtype == F32 and any(attrs["pads"]):
+    if dtype == F32 and any(attrs["pads"]) and not (_windows_hold_input(node) and never_neg_inf(node.inputs[0])):
         v = _pad_spatial(ctx, v, attrs["pads"], F32)
         y = ctx.op("MaxPool", v, **{**attrs, "pads": [0] * len(attrs["pads"])})
     else:

@@ -20,6 +20,23 @@ REQUIRED = object()  # sentinel default of an attribute that must be given
 # Attribute kinds and the Python values they hold.
 ATTR_KINDS = ("int", "float", "bool", "str", "dtype", "ints", "floats")
 
+# Op traits: facts about an op's semantics that passes and emitter rules ask
+# the op for (``OpDef.has``, ``ops_with``) instead of keeping lists of names.
+ELEMENTWISE = "elementwise"
+"""Output element i depends only on the input elements at i (after
+broadcasting); the output has the broadcast shape of the inputs."""
+BROADCASTING = "broadcasting"
+"""An elementwise op of several tensor inputs that broadcast like NumPy."""
+TOTAL = "total"
+"""Computes a value (NaN or ±inf at worst) for every input of its type:
+never traps, raises or depends on a condition, so evaluating it where its
+result is then discarded (``if-to-where``) is safe."""
+TOTAL_ON_FLOATS = "total_on_floats"
+"""``TOTAL`` when the inputs are floats only (integer division by zero traps)."""
+NO_NEG_INF = "no_neg_inf"
+"""Its result never holds -inf, whatever its inputs (>= a finite bound, or NaN)."""
+TRAITS = frozenset({ELEMENTWISE, BROADCASTING, TOTAL, TOTAL_ON_FLOATS, NO_NEG_INF})
+
 
 @dataclass(frozen=True)
 class Attr:
@@ -89,6 +106,8 @@ class OpDef:
         num_inputs: the number of inputs, or None for variadic ops.
         attrs: name -> ``Attr``.
         commutative: the two inputs may be swapped.
+        traits: names from ``TRAITS`` (``ELEMENTWISE``, ``TOTAL``, ...): what
+            passes may assume of the op without naming it.
         doc: one line on the semantics and where they come from.
         symbolic_inputs: ``infer`` also accepts, in ``const_inputs``, NumPy
             object arrays whose elements are dims (int, str, ``Expr`` or
@@ -109,11 +128,16 @@ class OpDef:
     num_inputs: int | None
     attrs: dict[str, Attr] = field(default_factory=dict)
     commutative: bool = False
+    traits: frozenset[str] = frozenset()
     doc: str = ""
     symbolic_inputs: bool = False
     subgraph_roles: tuple[str, ...] = ()
 
     def __post_init__(self):
+        unknown = set(self.traits) - TRAITS
+        if unknown:
+            raise ValueError(f"{self.name}: unknown trait(s) {sorted(unknown)}; traits are {sorted(TRAITS)}")
+        object.__setattr__(self, "traits", frozenset(self.traits))
         for a in self.attrs.values():
             if a.kind not in ATTR_KINDS:
                 raise ValueError(f"{self.name}: unknown attribute kind {a.kind}")
@@ -136,6 +160,10 @@ class OpDef:
             else:
                 out[name] = spec.default
         return out
+
+    def has(self, trait: str) -> bool:
+        """Whether the op has ``trait`` (one of ``TRAITS``)."""
+        return trait in self.traits
 
     def check_arity(self, n: int) -> None:
         """Raise OpError unless ``n`` inputs are allowed."""
@@ -184,3 +212,15 @@ def get_op(name: str) -> OpDef:
 def all_ops() -> dict[str, OpDef]:
     """Every registered op by name (a copy)."""
     return dict(_REGISTRY)
+
+
+def ops_with(trait: str) -> frozenset[str]:
+    """The names of the registered ops with ``trait`` (for pattern tables
+    built at import time, after ``ir.ops`` has registered the built-in ops).
+
+    Raises:
+        ValueError: ``trait`` is not one of ``TRAITS``.
+    """
+    if trait not in TRAITS:
+        raise ValueError(f"unknown trait {trait!r}; traits are {sorted(TRAITS)}")
+    return frozenset(name for name, op in _REGISTRY.items() if trait in op.traits)

@@ -58,6 +58,7 @@ from typing import Callable
 import numpy as np
 
 from ir import Graph, Node, Value
+from ir.opdef import BROADCASTING, ops_with
 from ir.ops.common import normalize_axis
 from passes.base import Pass, register_pass
 from passes.pattern import Op, Rewriter, Rule, RuleSet, Var, apply_rules
@@ -183,9 +184,7 @@ def div_by_one(rw: Rewriter, node: Node) -> Value | str:
     return x if is_ones(one) and x.type == node.output.type else "divisor is not all ones keeping the type"
 
 
-# The binary and ternary ops of ir/ops/elementwise.py: all broadcast like NumPy.
-BROADCASTING_OPS = ("add", "sub", "mul", "div", "floor_div", "mod", "pow", "maximum", "minimum",
-                    "and", "or", "xor", "eq", "ne", "lt", "le", "gt", "ge", "clip", "where")
+BROADCASTING_OPS = sorted(ops_with(BROADCASTING))  # the ops that broadcast like NumPy
 
 RULES = RuleSet([
     *(on(op, bypass_leading_unsqueeze, reads("unsqueeze")) for op in BROADCASTING_OPS),  # 1

@@ -128,6 +128,7 @@ from typing import Sequence
 import numpy as np
 
 from ir import DType, Graph, Node, Value
+from ir.opdef import ELEMENTWISE, ops_with
 from ir.ops.common import normalize_axis
 from ir.ops.shape import INT64_MAX
 from passes.base import Pass, register_pass
@@ -217,8 +218,7 @@ def spatial_slice(node: Node, first_spatial: int) -> list[int] | str:
 
 
 # -- rule 6: crop sinking: a crop of a conv moves past elementwise ops -------
-SINK_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "relu", "leaky_relu", "silu", "sigmoid", "tanh",
-            "cast")
+SINK_OPS = tuple(sorted(ops_with(ELEMENTWISE)))  # a crop commutes with any elementwise op
 SINK_FROM = ("conv",) + SINK_OPS
 
 

@@ -28,23 +28,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ir import Graph, Node
+from ir import Graph, Node, get_op
+from ir.opdef import TOTAL, TOTAL_ON_FLOATS
 from ir.transforms import inline, nested_names
 from passes.base import Pass, register_pass
 
-# Ops that compute a value for every input of their type (NaN/Inf at worst):
-# float arithmetic, integer ring ops and comparisons, selections, casts,
-# reductions with an identity (max/min of an empty axis fail) and pure axis
-# shuffles.
-TOTAL_OPS = frozenset({
-    "neg", "abs", "sign", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "reciprocal",
-    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf",
-    "sigmoid", "softplus", "floor", "ceil", "trunc", "round_half_even", "round_half_away", "invert",
-    "isnan", "isinf", "add", "sub", "mul", "maximum", "minimum", "and", "or", "xor",
-    "eq", "ne", "lt", "le", "gt", "ge", "where", "clip", "cast", "transpose", "unsqueeze",
-    "reduce_sum", "reduce_prod", "reduce_all", "reduce_any",
-})
-FLOAT_ONLY_OPS = frozenset({"div", "floor_div", "mod", "pow"})  # integer division by zero may trap
 
 
 @register_pass
@@ -79,7 +67,8 @@ class IfToWhere(Pass):
             if len(branch) > self.max_nodes:
                 return False
             for n in branch:
-                if n.subgraphs or not (n.op in TOTAL_OPS or n.op in FLOAT_ONLY_OPS and n.outputs[0].dtype.is_float):
+                op = get_op(n.op)
+                if n.subgraphs or not (op.has(TOTAL) or op.has(TOTAL_ON_FLOATS) and n.outputs[0].dtype.is_float):
                     return False
         return all(a.dtype == b.dtype and a.shape == b.shape and all(d is not None for d in a.shape)
                    for a, b in zip(then.outputs, other.outputs))

@@ -13,8 +13,13 @@ import numpy as np
 import scipy.special
 
 from ir.ops.common import BOOL, broadcast_shapes, check_dtype, same_dtype
-from ir.opdef import Attr, OpDef, OpError, register
+from ir.opdef import (BROADCASTING, ELEMENTWISE, NO_NEG_INF, TOTAL, TOTAL_ON_FLOATS, Attr, OpDef, OpError,
+                      register)
 from ir.types import TensorType
+
+
+# Unary ops whose result is never -inf: >= 0 or NaN (cosh >= 1).
+NEVER_NEG_INF = {"abs", "exp", "exp2", "sqrt", "cosh", "sigmoid", "softplus", "relu"}
 
 
 def _unary(name: str, fn, allowed: str, doc: str, out_bool: bool = False) -> OpDef:
@@ -26,11 +31,12 @@ def _unary(name: str, fn, allowed: str, doc: str, out_bool: bool = False) -> OpD
         out = fn(args[0])
         return [np.asarray(out, dtype=bool if out_bool else args[0].dtype)]
 
-    return register(OpDef(name, infer, evaluate, 1, doc=doc))
+    traits = {ELEMENTWISE, TOTAL} | ({NO_NEG_INF} if name in NEVER_NEG_INF else set())
+    return register(OpDef(name, infer, evaluate, 1, traits=traits, doc=doc))
 
 
 def _nary(name: str, fn, allowed: str, doc: str, arity: int = 2, out_bool: bool = False,
-          commutative: bool = False) -> OpDef:
+          commutative: bool = False, total: str = TOTAL) -> OpDef:
     def infer(types, attrs, consts):
         dtype = same_dtype(types, name)
         check_dtype(types[0], allowed, name)
@@ -40,7 +46,8 @@ def _nary(name: str, fn, allowed: str, doc: str, arity: int = 2, out_bool: bool 
         out = fn(*args)
         return [np.asarray(out, dtype=bool if out_bool else args[0].dtype)]
 
-    return register(OpDef(name, infer, evaluate, arity, commutative=commutative, doc=doc))
+    return register(OpDef(name, infer, evaluate, arity, commutative=commutative,
+                          traits={ELEMENTWISE, BROADCASTING, total}, doc=doc))
 
 
 def _round_half_away(x):
@@ -85,16 +92,17 @@ for _name, _fn, _allowed, _comm in [
     ("sub", np.subtract, NUM, False),
     ("mul", np.multiply, NUM, True),
     ("div", np.true_divide, FLOAT, False),
-    ("floor_div", np.floor_divide, NUM, False),  # PyTensor IntDiv: rounds toward -inf
+    ("floor_div", np.floor_divide, NUM, False),  # PyTensor IntDiv: rounds toward -inf; x // 0 traps on ints
     ("mod", np.mod, NUM, False),  # sign of the divisor, like Python's %
-    ("pow", np.power, NUM, False),
+    ("pow", np.power, NUM, False),  # integer x ** -1 raises
     ("maximum", np.maximum, NUM + "b", True),  # NaN propagates
     ("minimum", np.minimum, NUM + "b", True),
     ("and", np.bitwise_and, INT_OR_BOOL, True),  # logical on bool, bitwise on ints
     ("or", np.bitwise_or, INT_OR_BOOL, True),
     ("xor", np.bitwise_xor, INT_OR_BOOL, True),
 ]:
-    _nary(_name, _fn, _allowed, doc=f"NumPy {_fn.__name__} with broadcasting", commutative=_comm)
+    _nary(_name, _fn, _allowed, doc=f"NumPy {_fn.__name__} with broadcasting", commutative=_comm,
+          total=TOTAL_ON_FLOATS if _name in ("div", "floor_div", "mod", "pow") else TOTAL)
 
 for _name, _fn, _comm in [
     ("eq", np.equal, True), ("ne", np.not_equal, True),
@@ -122,7 +130,7 @@ def _where_infer(types, attrs, consts):
 
 
 register(OpDef("where", _where_infer, lambda args, attrs: [np.where(*args)], 3,
-               doc="where(cond, a, b): NumPy where (PyTensor Switch)"))
+               traits={ELEMENTWISE, BROADCASTING, TOTAL}, doc="where(cond, a, b): NumPy where (PyTensor Switch)"))
 
 
 def _cast_infer(types, attrs, consts):
@@ -133,5 +141,5 @@ def _cast_eval(args, attrs):
     return [np.asarray(args[0]).astype(attrs["to"].numpy)]
 
 
-register(OpDef("cast", _cast_infer, _cast_eval, 1, attrs={"to": Attr("dtype")},
+register(OpDef("cast", _cast_infer, _cast_eval, 1, attrs={"to": Attr("dtype")}, traits={ELEMENTWISE, TOTAL},
                doc="NumPy astype: floats to ints truncate toward zero; nonzero to bool is true"))

@@ -18,7 +18,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ir import symbolic as sym
 from ir.ops.common import broadcast_shapes, check_dtype, same_dtype
 from ir.ops.elementwise import _unary
-from ir.opdef import Attr, OpDef, OpError, register
+from ir.opdef import ELEMENTWISE, NO_NEG_INF, TOTAL, Attr, OpDef, OpError, register
 from ir.types import TensorType, dims_compatible
 
 # -- activations ---------------------------------------------------------
@@ -47,7 +47,8 @@ def _activation(name: str, fn, attrs: dict[str, Attr], doc: str) -> OpDef:
         return [types[0]]
 
     compute = _half_in_f32(lambda args, at: fn(args[0], at))
-    return register(OpDef(name, infer, lambda args, at: [compute(args, at)], 1, attrs=attrs, doc=doc))
+    traits = {ELEMENTWISE, TOTAL} | ({NO_NEG_INF} if name == "silu" else set())  # silu(-inf) = -inf * 0 = NaN
+    return register(OpDef(name, infer, lambda args, at: [compute(args, at)], 1, attrs=attrs, traits=traits, doc=doc))
 
 
 def _cst(x, value):

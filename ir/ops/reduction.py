@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir.ops.common import INT64, broadcast_shapes, check_dtype, normalize_axis, same_dtype
-from ir.opdef import Attr, OpDef, OpError, register
+from ir.opdef import TOTAL, Attr, OpDef, OpError, register
 from ir.types import TensorType
 
 
@@ -30,7 +30,7 @@ def _axes(attrs, rank, op):
     return norm
 
 
-def _reduce(name: str, fn, allowed: str, doc: str) -> OpDef:
+def _reduce(name: str, fn, allowed: str, doc: str, traits: frozenset = frozenset()) -> OpDef:
     def infer(types, attrs, consts):
         (t,) = types
         check_dtype(t, allowed, name)
@@ -42,15 +42,16 @@ def _reduce(name: str, fn, allowed: str, doc: str) -> OpDef:
         return [np.asarray(fn(x, axis=axes, keepdims=attrs["keepdims"]), dtype=x.dtype)]
 
     return register(OpDef(name, infer, evaluate, 1,
-                          attrs={"axes": Attr("ints", ()), "keepdims": Attr("bool", False)}, doc=doc))
+                          attrs={"axes": Attr("ints", ()), "keepdims": Attr("bool", False)}, traits=traits, doc=doc))
 
 
-_reduce("reduce_sum", np.sum, "iuf", "np.sum over axes (all when empty), in the input dtype")
-_reduce("reduce_prod", np.prod, "iuf", "np.prod over axes, in the input dtype")
+# Sums, products, all and any have an identity: total even over an empty axis (max/min fail there).
+_reduce("reduce_sum", np.sum, "iuf", "np.sum over axes (all when empty), in the input dtype", traits={TOTAL})
+_reduce("reduce_prod", np.prod, "iuf", "np.prod over axes, in the input dtype", traits={TOTAL})
 _reduce("reduce_max", np.max, "iuf", "np.max over axes; NaN propagates")
 _reduce("reduce_min", np.min, "iuf", "np.min over axes; NaN propagates")
-_reduce("reduce_all", np.all, "b", "np.all over axes of a bool tensor")
-_reduce("reduce_any", np.any, "b", "np.any over axes of a bool tensor")
+_reduce("reduce_all", np.all, "b", "np.all over axes of a bool tensor", traits={TOTAL})
+_reduce("reduce_any", np.any, "b", "np.any over axes of a bool tensor", traits={TOTAL})
 
 
 def _arg_reduce(name: str, fn) -> OpDef:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ir import symbolic as sym
 from ir.ops.common import INT64, broadcast_shapes, check_dtype, known_dims, normalize_axis, same_dtype
-from ir.opdef import Attr, OpDef, OpError, register
+from ir.opdef import TOTAL, Attr, OpDef, OpError, register
 from ir.types import TensorType, dims_compatible
 
 
@@ -80,7 +80,7 @@ def _transpose_infer(types, attrs, consts):
 
 
 register(OpDef("transpose", _transpose_infer, lambda a, at: [np.transpose(a[0], at["perm"])], 1,
-               attrs={"perm": Attr("ints")}, doc="np.transpose(x, perm)"))
+               attrs={"perm": Attr("ints")}, traits={TOTAL}, doc="np.transpose(x, perm)"))
 
 
 def _squeeze_infer(types, attrs, consts):
@@ -107,7 +107,7 @@ def _unsqueeze_infer(types, attrs, consts):
 
 
 register(OpDef("unsqueeze", _unsqueeze_infer, lambda a, at: [np.expand_dims(a[0], tuple(at["axes"]))], 1,
-               attrs={"axes": Attr("ints")}, doc="np.expand_dims(x, axes): axes index the output"))
+               attrs={"axes": Attr("ints")}, traits={TOTAL}, doc="np.expand_dims(x, axes): axes index the output"))
 
 
 # -- expand -------------------------------------------------------------

@@ -25,7 +25,7 @@ import numpy as np
 import scipy.special as sp
 
 from ir.ops.common import broadcast_shapes, check_dtype, same_dtype
-from ir.opdef import OpDef, register
+from ir.opdef import BROADCASTING, ELEMENTWISE, TOTAL, OpDef, register
 from ir.types import TensorType
 
 
@@ -62,7 +62,7 @@ def _unary(name: str, fn) -> None:
         return [types[0]]
 
     evaluate_fn = _in_dtype(fn)
-    register(OpDef(name, infer, lambda args, attrs: [evaluate_fn(args[0])], 1,
+    register(OpDef(name, infer, lambda args, attrs: [evaluate_fn(args[0])], 1, traits={ELEMENTWISE, TOTAL},
                    doc=f"scipy.special.{name} elementwise (see ir/ops/special.py for limits)"))
 
 
@@ -77,4 +77,4 @@ def _atan2_infer(types, attrs, consts):
 
 
 register(OpDef("atan2", _atan2_infer, lambda args, attrs: [np.arctan2(*args).astype(args[0].dtype)], 2,
-               doc="np.arctan2(y, x) with broadcasting (PyTensor ArcTan2)"))
+               traits={ELEMENTWISE, BROADCASTING, TOTAL}, doc="np.arctan2(y, x) with broadcasting (PyTensor ArcTan2)"))

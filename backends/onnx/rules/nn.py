@@ -38,6 +38,7 @@ from backends.onnx.rules.common import (F16, F32, F64, I16, I32, I64, I8, U16, U
 from backends.onnx.rules.mathfn import sigmoid
 from backends.onnx.rules.transcendental import erf_f64
 from backends.onnx.rules.window_f64 import avg_pool_f64, conv_f64
+from ir.opdef import NO_NEG_INF, get_op
 
 INT64_MIN, INT64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 
@@ -281,16 +282,12 @@ def _pad_spatial(ctx, x, pads, dtype):
     return ctx.op("Pad", x, _i64(ctx, [0, 0, *pads[:nsp], 0, 0, *pads[nsp:]]), ctx.const(_lowest(dtype), dtype))
 
 
-# IR ops whose result is never -inf, whatever their input: relu/exp/abs/
-# sigmoid/softplus are >= 0 or NaN; silu(x) = x * sigmoid(x) >= -0.279 or
-# NaN (silu(-inf) = -inf * 0 = NaN).
-_NEVER_NEG_INF = frozenset({"relu", "exp", "abs", "sigmoid", "softplus", "silu"})
 _NEG_INF_LOOKBACK = 16  # producers followed at most, so the check stays O(1) per pool
 
 
 def never_neg_inf(value) -> bool:
-    """True when ``value`` provably holds no -inf: produced by an op of
-    ``_NEVER_NEG_INF``, by a ``max_pool`` of such a value whose windows
+    """True when ``value`` provably holds no -inf: produced by an op with
+    the ``no_neg_inf`` trait (relu, exp, sigmoid, silu...), by a ``max_pool`` of such a value whose windows
     each hold a real element (``_windows_hold_input``), or by a ``concat``
     of such values, at most ``_NEG_INF_LOOKBACK`` producers deep; or a
     constant without -inf. False when unsure."""
@@ -303,7 +300,7 @@ def never_neg_inf(value) -> bool:
         budget[0] -= 1
         if node is None or budget[0] < 0:
             return False
-        if node.op in _NEVER_NEG_INF:
+        if get_op(node.op).has(NO_NEG_INF):
             return True
         if node.op == "max_pool":
             return _windows_hold_input(node) and check(node.inputs[0])

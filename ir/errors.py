@@ -6,6 +6,7 @@ passes, emitter, PyTensor front end) raises a subclass of one base:
     ├── IRParseError         IR text that does not parse (ir.parser)
     ├── VerificationError    IR that breaks an invariant (ir.verifier)
     ├── ShapeInferenceError  a type rule contradicts a declared dim (passes.shape_inference)
+    ├── PassOrderError       a pass list breaks a pass's ``after`` contract (passes.base)
     ├── EmitError            IR with no exact ONNX form (backends.onnx.registry)
     ├── UnsupportedOpsError  PyTensor ops without a lowering, all at once (compiler.errors)
     ├── LoweringError        a lowering rule disagrees with PyTensor's types (compiler.errors)
@@ -75,3 +76,17 @@ class ShapeInferenceError(CompileError, ValueError):
 class EmitError(CompileError, ValueError):
     """The IR graph cannot be emitted as ONNX: an op has no rule, or a rule
     has no exact ONNX form for the given dtype (the message names both)."""
+
+
+class PassOrderError(CompileError, ValueError):
+    """A pass list runs a pass before one it must follow (``Pass.after``).
+
+    Attributes:
+        pass_name: the pass that runs too early.
+        must_follow: the pass it must run after.
+    """
+
+    def __init__(self, message: str, pass_name: str, must_follow: str):
+        super().__init__(message)
+        self.pass_name = pass_name
+        self.must_follow = must_follow

@@ -8,6 +8,12 @@ point loads a ``Pass`` subclass). A duplicate name is an error.
 
 ``run_pipeline`` runs passes in order and calls one hook after each: the
 driver's hook verifies, dumps and times; passes contain none of that.
+
+A pass states its place in a pipeline with ``after``: the names of passes
+that, when the same list holds them, must run before it (a fact it reads
+that they establish, or a rewrite that must see their result first; a
+list without them is fine). ``check_order`` rejects a list where such a
+pass appears only later, with a ``PassOrderError`` naming both.
 """
 
 from __future__ import annotations
@@ -19,15 +25,18 @@ from importlib.metadata import entry_points
 from typing import Callable, ClassVar, Sequence
 
 from ir import Graph
+from ir.errors import PassOrderError
 
 ENTRY_POINT_GROUP = "pytensor_onnx.passes"
 
 
 @dataclass(frozen=True)
 class Pass(abc.ABC):
-    """Base class of IR passes. Subclasses set ``name`` and implement ``run``."""
+    """Base class of IR passes. Subclasses set ``name`` (and, if their
+    place in a pipeline matters, ``after``) and implement ``run``."""
 
     name: ClassVar[str] = ""
+    after: ClassVar[tuple[str, ...]] = ()
 
     @abc.abstractmethod
     def run(self, graph: Graph) -> bool:
@@ -119,11 +128,43 @@ AfterPassHook = Callable[[Pass, Graph, bool, float], None]
 BeforePassHook = Callable[[Pass, Graph], bool]
 
 
+def check_order(passes: Sequence[Pass]) -> None:
+    """Check ``passes`` against every pass's ``after`` contract: a pass
+    ``p`` may not run at position i when a pass named in ``p.after`` appears
+    in the list, but only after position i. Linear in the list's length
+    times the contracts' lengths.
+
+    Raises:
+        PassOrderError: the first violation, naming both passes and why the
+            order matters (the contract's source: the pass's docstring).
+        ValueError: an ``after`` entry names no registered pass.
+    """
+    known = registered_passes()
+    first = {}
+    for i, p in enumerate(passes):
+        first.setdefault(p.name, i)
+    for i, p in enumerate(passes):
+        for name in p.after:
+            if name not in known:
+                raise ValueError(f"pass {p.name!r} declares after={p.after!r}, but no pass is named {name!r}")
+            if name in first and first[name] > i:
+                raise PassOrderError(
+                    f"pass {p.name!r} (position {i}) must run after {name!r}, which first runs at position "
+                    f"{first[name]}: move {name!r} before it (see {type(p).__module__}.{type(p).__name__})",
+                    p.name, name)
+
+
 def run_pipeline(graph: Graph, passes: Sequence[Pass], after_pass: AfterPassHook | None = None,
                  before_pass: BeforePassHook | None = None) -> None:
     """Run ``passes`` on ``graph`` in order, calling ``after_pass(pass, graph,
     changed, seconds)`` after each. A pass for which ``before_pass(pass,
-    graph)`` returns False is skipped (no ``after_pass`` call)."""
+    graph)`` returns False is skipped (no ``after_pass`` call).
+
+    Raises:
+        PassOrderError: the list breaks an ``after`` contract (``check_order``),
+            before any pass runs.
+    """
+    check_order(passes)
     for p in passes:
         if before_pass is not None and not before_pass(p, graph):
             continue

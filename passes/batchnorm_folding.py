@@ -365,6 +365,7 @@ class BatchNormFolding(Pass):
     (see the module docstring)."""
 
     name = "batchnorm-folding"
+    after = ("conv-recovery", "conv-bias-fusion")  # folds into the conv and its bias
 
     def run(self, graph: Graph) -> bool:
         return apply_rules(graph, RULES)

@@ -145,6 +145,7 @@ class ConvBiasFusion(Pass):
     """Fuse per-channel bias additions into ``conv`` nodes (see the module docstring)."""
 
     name = "conv-bias-fusion"
+    after = ("conv-recovery",)  # the convs whose bias it finds
 
     def run(self, graph: Graph) -> bool:
         return apply_rules(graph, RULES)

@@ -126,6 +126,7 @@ class FilterFlip(Pass):
     kernel (see the module docstring)."""
 
     name = "filter-flip"
+    after = ("conv-recovery", "batchnorm-folding")  # flips the kernel once, after folding
 
     def run(self, graph: Graph) -> bool:
         return apply_rules(graph, RULES)

@@ -81,6 +81,7 @@ class GemmFusion(Pass):
     """Fuse 2-D matmul plus bias into gemm (see the module docstring)."""
 
     name = "gemm-fusion"
+    after = ("flatten-recovery",)  # the flatten is the gemm's 2-D operand
 
     def run(self, graph: Graph) -> bool:
         return apply_rules(graph, RULES)

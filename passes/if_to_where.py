@@ -42,6 +42,7 @@ class IfToWhere(Pass):
     (see the module docstring). ``run`` returns True if any changed."""
 
     name = "if-to-where"
+    after = ("if-sinking",)  # sinking first leaves less work in both branches
     max_nodes: int = 8
 
     def run(self, graph: Graph) -> bool:

@@ -52,6 +52,7 @@ class ScanUnroll(Pass):
     (see the module docstring). ``run`` returns True if it unrolled any."""
 
     name = "scan-unroll"
+    after = ("cumulative-scan",)  # an accumulating loop becomes a cumsum, not copies
     max_trip_count: int = DEFAULT_MAX_TRIP_COUNT
 
     def run(self, graph: Graph) -> bool:

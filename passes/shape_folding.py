@@ -53,6 +53,7 @@ class ShapeFolding(Pass):
     returns True if the graph changed."""
 
     name = "shape-folding"
+    after = ("shape-inference",)  # folds what the inferred types determine
 
     def run(self, graph: Graph) -> bool:
         values = ShapeValues()

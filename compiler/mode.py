@@ -39,7 +39,7 @@ from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.link.basic import JITLinker
 
 from compiler.driver import compile_to_onnx
-from compiler.pytensor_compat import SCAN_PREALLOC_TAG
+from compiler.lowering.compat import SCAN_PREALLOC_TAG
 
 INCOMPATIBLE_REWRITES = ("cxx_only", "BlasOpt", "fusion", "inplace", "local_careduce_fusion", SCAN_PREALLOC_TAG)
 REWRITES = RewriteDatabaseQuery(include=["minimum_compile"])

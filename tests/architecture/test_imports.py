@@ -140,3 +140,15 @@ def test_layers_depend_downwards(layer, forbidden):
 
 def test_the_scan_sees_the_project():
     assert len(MODULES) > 50 and EDGES["compiler.driver"] >= {"ir", "passes"}
+
+
+def test_pytensor_version_checks_live_in_compat():
+    """Only ``compiler/lowering/compat.py`` tells the PyTensor lines apart:
+    no other module reads the version, imports with an ImportError
+    fallback, or probes a PyTensor module for a name."""
+    import re
+
+    probe = re.compile(r"__version__|except ImportError|hasattr\((pytensor|pt|ps|psm|special)\b")
+    offenders = [f"{m}:{i}" for m, path in MODULES.items() if m != "compiler.lowering.compat"
+                 for i, line in enumerate(path.read_text().splitlines(), 1) if probe.search(line)]
+    assert offenders == []

@@ -32,16 +32,12 @@ from __future__ import annotations
 import numpy as np
 from pytensor.tensor.basic import ExtractDiag
 
-try:  # PyTensor 3.0 (``slinalg`` is deprecated there)
-    from pytensor.tensor.linalg import Cholesky, SolveTriangular
-except ImportError:  # PyTensor 2.38
-    from pytensor.tensor.slinalg import Cholesky, SolveTriangular
-
 from compiler.errors import Unsupported
+from compiler.lowering.compat import Cholesky, SolveTriangular
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
-from ir import DType, Value
+from ir import Value
 
 UNROLL_LIMIT = 32  # largest static matrix size unrolled (the ONNX Loop form is not written yet)
 

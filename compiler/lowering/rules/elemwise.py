@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytensor.scalar as ps
 from pytensor.tensor.elemwise import Elemwise
 
+from compiler.lowering.compat import scalar_op_key
 from compiler.lowering.context import LoweringContext
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.scalar_ops import lower_scalar_graph
@@ -32,12 +33,8 @@ def lower_elemwise(ctx: LoweringContext, node) -> list[Value]:
         Unsupported: the scalar op (or one inside the Composite) has no
             exact IR lowering; the message names it.
     """
-    scalar_op = node.op.scalar_op
-    try:
-        hash(scalar_op)
-    except NotImplementedError:  # PyTensor 2.38 hashes a Composite by its C code, which may not exist
-        scalar_op = ("by-identity", id(scalar_op))  # the memoized Apply holds the op, so the id stays unique
-    key = ("elemwise", scalar_op, *(v.type.dtype for v in node.inputs))
+    # (a key by identity stays unique: the memoized Apply holds the op)
+    key = ("elemwise", scalar_op_key(node.op.scalar_op), *(v.type.dtype for v in node.inputs))
     scalar_node = ctx.memo.get(key)
     if scalar_node is None:  # one scalar Apply per scalar op and input dtypes, not one per node
         scalar_node = node.op.scalar_op.make_node(*(ps.get_scalar_type(v.type.dtype)() for v in node.inputs))

@@ -12,6 +12,7 @@ from pytensor.tensor.extra_ops import CumOp
 from pytensor.tensor.math import Argmax, MulWithoutZeros
 
 from compiler.errors import Unsupported
+from compiler.lowering.compat import SoftmaxGrad, inner_graph
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.graph_ops import lower_op_from_graph
@@ -153,7 +154,7 @@ def _softmax_rule(ir_op: str):
             axis = axis[0]
         x = ctx.get(node.inputs[0])
         if isinstance(axis, tuple) or not x.dtype.is_float:
-            if hasattr(node.op, "fgraph"):  # PyTensor 3: the op's own graph defines it
+            if inner_graph(node.op) is not None:  # PyTensor 3: the op's own graph defines it
                 return lower_op_from_graph(ctx, node)
             raise Unsupported(f"{node.op} of {x.dtype}")
         if axis is not None:
@@ -172,9 +173,9 @@ def _softmax_rule(ir_op: str):
 lower_softmax = lowers(special.Softmax)(_softmax_rule("softmax"))
 lower_log_softmax = lowers(special.LogSoftmax)(_softmax_rule("log_softmax"))
 
-if hasattr(special, "SoftmaxGrad"):  # PyTensor 2.x only
+if SoftmaxGrad is not None:  # PyTensor 2.x only
 
-    @lowers(special.SoftmaxGrad)
+    @lowers(SoftmaxGrad)
     def lower_softmax_grad(ctx: LoweringContext, node) -> list[Value]:
         """``SoftmaxGrad{axis}(dy, sm)`` (PyTensor 2): ``dy*sm - sum(dy*sm, axis,
         keepdims) * sm``, as its ``perform`` computes."""

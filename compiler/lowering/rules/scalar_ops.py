@@ -35,6 +35,7 @@ from pytensor.graph.traversal import io_toposort
 from pytensor.tensor.math import MulWithoutZeros
 
 from compiler.errors import LoweringError, Unsupported
+from compiler.lowering.compat import Iv, XlogX, XlogY0
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import class_table_decorator
 from ir import DType, Value
@@ -389,8 +390,8 @@ def _bessel_i(scaled: bool):
 
 
 scalar_rule(psm.Ive)(_bessel_i(scaled=True))
-if hasattr(psm, "Iv"):  # PyTensor 2.x (3.0 has no Iv)
-    scalar_rule(psm.Iv)(_bessel_i(scaled=False))
+if Iv is not None:  # PyTensor 2.x (3.0 has no Iv)
+    scalar_rule(Iv)(_bessel_i(scaled=False))
 
 
 @scalar_rule(MulWithoutZeros)
@@ -411,11 +412,7 @@ def _x_log_y_or_zero(ctx, node, x: Value, y: Value) -> Value:
     return ctx.add("where", [ctx.add("eq", [x, zero]), zero, ctx.add("mul", [x, ctx.add("log", [y])])])
 
 
-try:  # PyTensor 2.x only; 3.0 builds xlogx from a switch
-    from pytensor.tensor.xlogx import XlogX, XlogY0
-except ImportError:  # pragma: no cover - depends on the PyTensor version
-    pass
-else:
+if XlogX is not None:  # PyTensor 2.x only; 3.0 builds xlogx from a switch
     scalar_rule(XlogX)(lambda ctx, node, args: [_x_log_y_or_zero(ctx, node, args[0], args[0])])
     scalar_rule(XlogY0)(lambda ctx, node, args: [_x_log_y_or_zero(ctx, node, args[0], args[1])])
 

@@ -1,0 +1,67 @@
+"""Every difference between the PyTensor lines this project supports (2.38.x,
+PyMC's pin, and 3.0.x) that lowering and the PyTensor mode depend on, in one
+place: other modules import the name from here and never test the version.
+
+- ``SCAN_PREALLOC_TAG``: the rewrite tag of the scan rewrite that
+  pre-allocates the trace buffer: ``scan_save_mem_prealloc`` in 2.38,
+  ``scan_reduce_trace_prealloc`` in 3.0 (the Numba linker excludes it under
+  either name). ``configdefaults._filter_mode`` accepts only a fixed list of
+  mode names in both lines, so ``PYTENSOR_FLAGS=mode=ONNX`` is rejected when
+  PyTensor is imported; a ``Mode`` instance is accepted
+  (``pytensor.config.mode = ONNX_MODE``).
+- ``Cholesky``, ``SolveTriangular``: ``pytensor.tensor.linalg`` in 3.0
+  (``slinalg`` is deprecated there), ``pytensor.tensor.slinalg`` in 2.38.
+- ``SoftmaxGrad`` (2.38 only; 3.0's symbolic Softmax differentiates itself),
+  ``Iv`` (2.38 only), ``XlogX``/``XlogY0`` (2.38 only; 3.0 builds xlogx from a
+  switch): None where the line lacks them.
+- ``scalar_op_key``: 2.38 hashes a ``Composite`` by its C code, which may not
+  exist (``NotImplementedError``).
+- ``inner_graph``: 3.0's symbolic ``Softmax``/``LogSoftmax`` carry their own
+  graph (``op.fgraph``); 2.38's are COps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytensor
+import pytensor.scalar.math as _scalar_math
+import pytensor.tensor.special as _special
+
+PYTENSOR_VERSION = tuple(int(p) for p in pytensor.__version__.split("+")[0].split(".")[:2])
+IS_PYTENSOR_3 = PYTENSOR_VERSION >= (3, 0)
+
+SCAN_PREALLOC_TAG = "scan_reduce_trace_prealloc" if IS_PYTENSOR_3 else "scan_save_mem_prealloc"
+
+if IS_PYTENSOR_3:
+    from pytensor.tensor.linalg import Cholesky, SolveTriangular
+else:
+    from pytensor.tensor.slinalg import Cholesky, SolveTriangular
+
+SoftmaxGrad = getattr(_special, "SoftmaxGrad", None)
+Iv = getattr(_scalar_math, "Iv", None)
+
+if IS_PYTENSOR_3:
+    XlogX = XlogY0 = None
+else:
+    from pytensor.tensor.xlogx import XlogX, XlogY0
+
+
+def scalar_op_key(scalar_op) -> Any:
+    """A hashable key for ``scalar_op``: the op itself, or its identity when
+    PyTensor cannot hash it (2.38's ``Composite`` without C code)."""
+    try:
+        hash(scalar_op)
+    except NotImplementedError:
+        return ("by-identity", id(scalar_op))
+    return scalar_op
+
+
+def inner_graph(op):
+    """The ``FunctionGraph`` that defines ``op`` when PyTensor gives it one
+    (3.0's symbolic softmax ops, ``OpFromGraph``), else None."""
+    return getattr(op, "fgraph", None)
+
+
+__all__ = ["Cholesky", "IS_PYTENSOR_3", "Iv", "PYTENSOR_VERSION", "SCAN_PREALLOC_TAG", "SoftmaxGrad",
+           "SolveTriangular", "XlogX", "XlogY0", "inner_graph", "scalar_op_key"]

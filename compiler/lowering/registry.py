@@ -8,7 +8,7 @@ subclass has its own.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 LoweringRule = Callable[..., list]
 
@@ -33,9 +33,12 @@ def class_table_decorator(table: dict[type, Callable], kind: str):
     return deco
 
 
-def find_in_mro(table: dict[type, Callable], op) -> Callable | None:
-    """The rule in ``table`` for the first class of ``type(op).__mro__`` that has one."""
-    return next((table[c] for c in type(op).__mro__ if c in table), None)
+def find_in_mro(table: dict, op) -> Any:
+    """The entry of ``table`` (keyed by class) for the first class of
+    ``op``'s MRO that has one (``op`` an instance or a class), or None.
+    Every class-keyed table of the lowering is read through this."""
+    cls = op if isinstance(op, type) else type(op)
+    return next((table[c] for c in cls.__mro__ if c in table), None)
 
 
 lowers = class_table_decorator(_RULES, "lowering")

@@ -152,3 +152,10 @@ def test_pytensor_version_checks_live_in_compat():
     offenders = [f"{m}:{i}" for m, path in MODULES.items() if m != "compiler.lowering.compat"
                  for i, line in enumerate(path.read_text().splitlines(), 1) if probe.search(line)]
     assert offenders == []
+
+
+def test_class_keyed_tables_are_read_through_one_lookup():
+    """``compiler.lowering.registry.find_in_mro`` is the one MRO lookup."""
+    offenders = [m for m, path in MODULES.items() if m != "compiler.lowering.registry"
+                 and "__mro__" in path.read_text()]
+    assert offenders == []

@@ -17,7 +17,7 @@ from pytensor.tensor.math import Dot
 
 from compiler.errors import Unsupported
 from compiler.lowering.context import LoweringContext, ir_dtype
-from compiler.lowering.registry import find_rule, lowers
+from compiler.lowering.registry import find_in_mro, find_rule, lowers
 from compiler.lowering.rules.scalar_ops import broadcast_against
 from ir import DType, Value
 
@@ -125,7 +125,7 @@ def lower_blockwise(ctx: LoweringContext, node) -> list[Value]:
         Unsupported: any other core op (named in the message).
     """
     core = node.op.core_op
-    rule = next((BLOCKWISE_RULES[c] for c in type(core).__mro__ if c in BLOCKWISE_RULES), None)
+    rule = find_in_mro(BLOCKWISE_RULES, core)
     if rule is None:
         core_ndims = [len(sig) for sig in node.op.inputs_sig]
         core_rule = find_rule(core)

@@ -14,7 +14,7 @@ from pytensor.tensor.math import Argmax, MulWithoutZeros
 from compiler.errors import Unsupported
 from compiler.lowering.compat import SoftmaxGrad, inner_graph
 from compiler.lowering.context import LoweringContext, ir_dtype
-from compiler.lowering.registry import lowers
+from compiler.lowering.registry import find_in_mro, lowers
 from compiler.lowering.rules.graph_ops import lower_op_from_graph
 from compiler.lowering.rules.scalar_ops import lower_scalar_graph, shape_of
 from ir import DType, Value
@@ -60,7 +60,7 @@ def lower_careduce(ctx: LoweringContext, node) -> list[Value]:
         x, scalar_op = _unfuse(ctx, scalar_op, x)
     if isinstance(scalar_op, MulWithoutZeros):
         return [ctx.cast(_prod_without_zeros(ctx, ctx.cast(x, acc), axes), out)]
-    reducer = next((REDUCERS[c] for c in type(scalar_op).__mro__ if c in REDUCERS), None)
+    reducer = find_in_mro(REDUCERS, scalar_op)
     if reducer is None:
         raise Unsupported(f"reduction with scalar op {scalar_op} has no IR equivalent")
     if reducer in ("reduce_max", "reduce_min") and any(x.type.shape[a] == 0 for a in axes):

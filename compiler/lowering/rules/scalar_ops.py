@@ -37,7 +37,7 @@ from pytensor.tensor.math import MulWithoutZeros
 from compiler.errors import LoweringError, Unsupported
 from compiler.lowering.compat import Iv, XlogX, XlogY0
 from compiler.lowering.context import LoweringContext, ir_dtype
-from compiler.lowering.registry import class_table_decorator
+from compiler.lowering.registry import class_table_decorator, find_in_mro
 from ir import DType, Value
 from ir.ops import get_op
 
@@ -70,7 +70,7 @@ def supported_scalar_ops() -> list[type]:
 
 @functools.cache
 def _rule_of(op_type: type) -> ScalarRule | None:
-    return next((_SCALAR_RULES[c] for c in op_type.__mro__ if c in _SCALAR_RULES), None)
+    return find_in_mro(_SCALAR_RULES, op_type)
 
 
 def lower_scalar_node(ctx: LoweringContext, node, args: Sequence[Value]) -> list[Value]:
@@ -237,7 +237,7 @@ BOOL_VIA_INT8 = {"floor_div", "mod"}
 
 @scalar_rule(*ARITHMETIC)
 def _arithmetic(ctx, node, args):
-    op = next(ARITHMETIC[c] for c in type(node.op).__mro__ if c in ARITHMETIC)
+    op = find_in_mro(ARITHMETIC, node.op)
     dtype = out_dtype(node)
     args = [ctx.cast(a, dtype) for a in args]
     if dtype == BOOL:

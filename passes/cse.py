@@ -23,9 +23,11 @@ Rules:
 
 Bytes are compared exactly, so ``0.0`` and ``-0.0`` stay apart and NaNs with
 equal payloads merge; float attributes are compared by their bit pattern for
-the same reason. Nodes with subgraphs (control flow) are left alone, and
-graph inputs are never merged. One forward walk with a hash table: O(nodes +
-constant bytes).
+the same reason. Nodes with subgraphs (control flow) are never merged with
+each other, but each nested body gets the same treatment on its own
+(``ir.transforms.walk_graphs``; no value crosses a graph boundary), and
+graph inputs are never merged. One forward walk per graph with a hash
+table: O(nodes + constant bytes).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import Any, Hashable
 import numpy as np
 
 from ir import Graph, Value, get_op
+from ir.transforms import walk_graphs
 from passes.base import Pass, register_pass
 
 
@@ -49,27 +52,35 @@ class CommonSubexpressionElimination(Pass):
     name = "cse"
 
     def run(self, graph: Graph) -> bool:
-        changed = _merge_constants(graph)
-        number: dict[Value, int] = {}  # value numbering, for the canonical order of commutative inputs
-        for v in graph.inputs + list(graph.constants.values()):
-            number[v] = len(number)
-        seen: dict[Hashable, Any] = {}
-        for node in graph:
-            if not node.subgraphs:
-                operands = [number[v] for v in node.inputs]
-                if get_op(node.op).commutative:
-                    operands.sort()
-                key = (node.op, _freeze(node.attrs), tuple(operands), tuple(v.type for v in node.outputs))
-                first = seen.setdefault(key, node)
-                if first is not node:
-                    for old, new in zip(node.outputs, first.outputs):
-                        graph.replace_all_uses(old, new)
-                    graph.erase(node)
-                    changed = True
-                    continue
-            for v in node.outputs:
-                number[v] = len(number)
+        changed = False
+        for g in walk_graphs(graph):  # each nested body on its own: values never cross a graph boundary
+            changed |= _merge_in(g)
         return changed
+
+
+def _merge_in(graph: Graph) -> bool:
+    """CSE within ``graph``'s own nodes and constants."""
+    changed = _merge_constants(graph)
+    number: dict[Value, int] = {}  # value numbering, for the canonical order of commutative inputs
+    for v in graph.inputs + list(graph.constants.values()):
+        number[v] = len(number)
+    seen: dict[Hashable, Any] = {}
+    for node in graph:
+        if not node.subgraphs:
+            operands = [number[v] for v in node.inputs]
+            if get_op(node.op).commutative:
+                operands.sort()
+            key = (node.op, _freeze(node.attrs), tuple(operands), tuple(v.type for v in node.outputs))
+            first = seen.setdefault(key, node)
+            if first is not node:
+                for old, new in zip(node.outputs, first.outputs):
+                    graph.replace_all_uses(old, new)
+                graph.erase(node)
+                changed = True
+                continue
+        for v in node.outputs:
+            number[v] = len(number)
+    return changed
 
 
 def _merge_constants(graph: Graph) -> bool:

@@ -1,7 +1,9 @@
 """``dce``: dead-code elimination.
 
 Erases every node none of whose outputs reaches a graph output, and every
-constant nothing reads. One backward walk over the node list: O(nodes).
+constant nothing reads, in the graph and in every nested body
+(``ir.transforms.walk_graphs``; a body's inputs stay, as its node's
+signature fixes them). One backward walk over each node list: O(nodes).
 
 Before::
 
@@ -20,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ir import Graph
-from ir.transforms import remove_dead_code
+from ir.transforms import remove_dead_code, walk_graphs
 from passes.base import Pass, register_pass
 
 
@@ -32,4 +34,7 @@ class DeadCodeElimination(Pass):
     name = "dce"
 
     def run(self, graph: Graph) -> bool:
-        return remove_dead_code(graph)
+        changed = False
+        for g in walk_graphs(graph):  # outer graphs first: a dead loop's body is never visited
+            changed |= remove_dead_code(g)
+        return changed

@@ -75,7 +75,7 @@ import numpy as np
 from ir import Graph, Node, Value
 from passes.base import Pass, register_pass
 from passes.conv_bias import channel_array, channel_vector, is_per_channel
-from passes.pattern import Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
+from passes.pattern import Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules, single_use
 
 STEP_OPS = ("add", "sub", "mul", "div")
 MAX_CHAIN = 32  # longer chains fold in pieces
@@ -112,10 +112,9 @@ def as_step(node: Node) -> tuple[Value, Step] | None:
 
 def walk(root: Node) -> tuple[Value, list[Step]]:
     """The chain ending at ``root``: its input value and its steps, first step first."""
-    graph = root.graph
     x, steps, node = root.output, [], root
     while node is not None and len(steps) < MAX_CHAIN:
-        if node is not root and (x.num_uses != 1 or graph.is_output(x)):
+        if node is not root and not single_use(x):
             break
         found = as_step(node)
         if found is None:
@@ -158,7 +157,7 @@ def plan(root: Node):
         return f"{root.op} is not a per-channel step"
     constant = all(s.operand.const is not None for s in steps)
     conv = x.producer
-    if constant and conv is not None and conv.op == "conv" and x.num_uses == 1 and not root.graph.is_output(x):
+    if constant and conv is not None and conv.op == "conv" and single_use(x):
         return fold_into_conv, x, steps
     bn = match_batch_norm(steps)
     if not isinstance(bn, str):

@@ -1,10 +1,8 @@
 """``canonicalize``: exact algebraic simplifications, run to a fixpoint.
 
-Each rule is a small function ``rule(rw, node)`` on a node of one op; it
-returns the value that replaces ``node``'s output, or a string saying why it
-did not fire. ``on(op, fn)`` makes it a rule of the pattern engine
-(``passes/pattern.py``), whose worklist driver applies ``RULES`` until none
-fires (misses are logged at debug level under ``passes.pattern``): a rewrite
+Each rule is a pattern of the pattern engine (``passes/pattern.py``) with a
+rewrite that returns the replacing value, or a string saying why it did not
+fire; the engine's worklist driver applies ``RULES`` until none fires (misses are logged at debug level under ``passes.pattern``): a rewrite
 requeues the nodes whose inputs it changed and the nodes it created, and
 erases the nodes it left dead. Only exact identities are allowed (NaN, Inf,
 -0.0 and integer wrap-around included):
@@ -55,25 +53,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
-
 from ir import Graph, Node, Value
 from ir.opdef import BROADCASTING, ops_with
 from ir.ops.common import normalize_axis
 from passes.base import Pass, register_pass
-from passes.pattern import Op, Rewriter, Rule, RuleSet, Var, apply_rules
-
-
-NodeRule = Callable[[Rewriter, Node], "Value | str"]
-
-
-def on(op: str, fn: NodeRule, guard: Callable[[Node], bool] | None = None) -> Rule:
-    """A rule of the pattern engine looking at every ``op`` node, whatever its
-    inputs, with ``fn(rw, node)`` deciding (named after ``fn``); ``guard``,
-    a cheap necessary condition for ``fn`` to fire (``Rule.guard``)."""
-    code = fn.__code__
-    return Rule(fn.__name__, Op(op, rest=Var()), lambda rw, m: fn(rw, m.root),
-                defined_at=f"{code.co_filename}:{code.co_firstlineno}", guard=guard)
+from passes.pattern import ConstEq, Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules, producer
 
 
 def reads(op: str) -> Callable[[Node], bool]:
@@ -81,26 +65,9 @@ def reads(op: str) -> Callable[[Node], bool]:
     return lambda node: any(v.producer is not None and v.producer.op == op for v in node._inputs)
 
 
-def reads_constant(node: Node) -> bool:
-    """Guard: some input of the node is a graph constant."""
-    return any(v.const is not None for v in node._inputs)
-
-
-# -- pattern helpers -------------------------------------------------------
-def producer(value: Value, op: str) -> Node | None:
-    """The node computing ``value`` if it is an ``op`` node, else None."""
-    node = value.producer
-    return node if node is not None and node.op == op else None
-
-
 def axes_of(node: Node, rank: int) -> frozenset[int]:
     """The ``axes`` attribute of ``node`` normalized against ``rank``."""
     return frozenset(normalize_axis(a, rank, node.op) for a in node.attrs["axes"])
-
-
-def is_ones(value: Value) -> bool:
-    """Whether ``value`` is a non-empty constant with every element equal to 1."""
-    return value.const is not None and value.const.size > 0 and bool(np.all(value.const == 1))
 
 
 def leading_unsqueeze_source(value: Value) -> Value | None:
@@ -111,9 +78,10 @@ def leading_unsqueeze_source(value: Value) -> Value | None:
     return node.inputs[0]
 
 
-# -- rules -----------------------------------------------------------------
-def bypass_leading_unsqueeze(rw: Rewriter, node: Node) -> Value | str:
+# -- rule 1: a leading unsqueeze read by a broadcasting op --------------------
+def bypass_leading_unsqueeze(rw: Rewriter, m: Match) -> Value | str:
     """op(..., unsqueeze(x){axes=[0..k)}, ...) -> op(..., x, ...) if the result rank is kept."""
+    node = m.root
     inputs = list(node.inputs)
     for i, v in enumerate(inputs):
         x = leading_unsqueeze_source(v)
@@ -124,80 +92,71 @@ def bypass_leading_unsqueeze(rw: Rewriter, node: Node) -> Value | str:
     return rw.add(node.op, inputs, node.attrs)
 
 
-def cast_to_same_dtype(rw: Rewriter, node: Node) -> Value | str:
-    """cast(x){to=dtype(x)} -> x"""
-    return node.inputs[0] if node.attrs["to"] == node.inputs[0].dtype else "casts to another dtype"
+# -- node predicates of the patterns below ---------------------------------------
+def casts_to_own_dtype(node: Node) -> bool:
+    return node.attrs["to"] == node.inputs[0].dtype
 
 
-def identity_transpose(rw: Rewriter, node: Node) -> Value | str:
-    """transpose(x){perm=[0, 1, ...]} -> x"""
-    return node.inputs[0] if list(node.attrs["perm"]) == list(range(node.output.rank)) else "perm moves axes"
+def identity_perm(node: Node) -> bool:
+    return list(node.attrs["perm"]) == list(range(node.output.rank))
 
 
-def reshape_to_same_shape(rw: Rewriter, node: Node) -> Value | str:
-    """reshape(x, shape(x)) -> x, for a fully static shape"""
+def static_to_itself(node: Node) -> bool:
     x = node.inputs[0]
-    return x if x.type.is_static and x.type == node.output.type else "not a static shape reshaped to itself"
+    return x.type.is_static and x.type == node.output.type
 
 
-def no_axes(rw: Rewriter, node: Node) -> Value | str:
-    """squeeze(x){axes=[]} -> x and unsqueeze(x){axes=[]} -> x"""
-    return node.inputs[0] if not node.attrs["axes"] else "has axes"
+def _no_axes(axes) -> bool:
+    return not axes
 
 
-def transpose_of_transpose(rw: Rewriter, node: Node) -> Value | str:
+def _input(rw: Rewriter, m: Match) -> Value:
+    return m.x
+
+
+# -- rewrites ---------------------------------------------------------------------
+def merge_transposes(rw: Rewriter, m: Match) -> Value:
     """transpose(transpose(x, p), q) -> transpose(x, [p[i] for i in q])"""
-    inner = producer(node.inputs[0], "transpose")
-    if inner is None:
-        return "input is not a transpose"
-    return rw.add("transpose", inner.inputs, {"perm": [inner.attrs["perm"][i] for i in node.attrs["perm"]]})
+    return rw.add("transpose", [m.x], {"perm": [m.inner.attrs["perm"][i] for i in m.root.attrs["perm"]]})
 
 
-def unsqueeze_of_squeeze(rw: Rewriter, node: Node) -> Value | str:
+def cancel_squeeze(rw: Rewriter, m: Match) -> Value | str:
     """unsqueeze(squeeze(x, a), a) -> x"""
-    inner = producer(node.inputs[0], "squeeze")
-    if inner is None or axes_of(inner, inner.inputs[0].rank) != axes_of(node, node.output.rank):
-        return "input is not a squeeze of the same axes"
-    return inner.inputs[0]
+    if axes_of(m.inner, m.x.rank) != axes_of(m.root, m.root.output.rank):
+        return "squeeze and unsqueeze axes differ"
+    return m.x
 
 
-def squeeze_of_unsqueeze(rw: Rewriter, node: Node) -> Value | str:
+def cancel_unsqueeze(rw: Rewriter, m: Match) -> Value | str:
     """squeeze(unsqueeze(x, a), a) -> x"""
-    inner = producer(node.inputs[0], "unsqueeze")
-    if inner is None or axes_of(inner, inner.output.rank) != axes_of(node, node.inputs[0].rank):
-        return "input is not an unsqueeze of the same axes"
-    return inner.inputs[0]
+    if axes_of(m.inner, m.inner.output.rank) != axes_of(m.root, m.inner.output.rank):
+        return "unsqueeze and squeeze axes differ"
+    return m.x
 
 
-def mul_by_one(rw: Rewriter, node: Node) -> Value | str:
-    """x * 1 -> x and 1 * x -> x, when the ones change neither shape nor dtype"""
-    a, b = node.inputs
-    for x, one in ((a, b), (b, a)):
-        if is_ones(one) and x.type == node.output.type:
-            return x
-    return "no all-ones operand that keeps the other's type"
+def drop_one(rw: Rewriter, m: Match) -> Value | str:
+    """x * 1 -> x, 1 * x -> x and x / 1 -> x, when the ones change neither shape nor dtype"""
+    return m.x if m.x.type == m.root.output.type else "the ones change the shape or dtype"
 
 
-def div_by_one(rw: Rewriter, node: Node) -> Value | str:
-    """x / 1 -> x, when the ones change neither shape nor dtype"""
-    x, one = node.inputs
-    return x if is_ones(one) and x.type == node.output.type else "divisor is not all ones keeping the type"
-
-
-BROADCASTING_OPS = sorted(ops_with(BROADCASTING))  # the ops that broadcast like NumPy
+x = Var("x")
+ONES = ConstEq(1)
+# (kept alive by other readers, the inner node of rules 3 and 4 is not duplicated work: one node replaces two)
+INNER = {"name": "inner", "single_use": False}
 
 RULES = RuleSet([
-    *(on(op, bypass_leading_unsqueeze, reads("unsqueeze")) for op in BROADCASTING_OPS),  # 1
-    on("cast", cast_to_same_dtype),                                   # 2
-    on("transpose", identity_transpose),                              # 2
-    on("reshape", reshape_to_same_shape),                             # 2
-    on("squeeze", no_axes),                                           # 2
-    on("unsqueeze", no_axes),                                         # 2
-    on("transpose", transpose_of_transpose, reads("transpose")),      # 3
-    on("unsqueeze", unsqueeze_of_squeeze, reads("squeeze")),          # 4
-    on("squeeze", squeeze_of_unsqueeze, reads("unsqueeze")),          # 4
-    on("mul", mul_by_one, reads_constant),                            # 5
-    on("div", div_by_one, reads_constant),                            # 5
+    *(Rule("bypass-leading-unsqueeze", Op(op, rest=Var()), bypass_leading_unsqueeze, guard=reads("unsqueeze"))
+      for op in sorted(ops_with(BROADCASTING))),                                                   # 1
+    Rule("cast-to-own-dtype", Op("cast", x, where=casts_to_own_dtype), _input),                    # 2
+    Rule("identity-transpose", Op("transpose", x, where=identity_perm), _input),                   # 2
+    Rule("reshape-to-itself", Op("reshape", x, Var(), where=static_to_itself), _input),            # 2
+    Rule("squeeze-no-axes", Op("squeeze", x, attrs={"axes": _no_axes}), _input),                     # 2
+    Rule("unsqueeze-no-axes", Op("unsqueeze", x, attrs={"axes": _no_axes}), _input),                 # 2
+    Rule("transpose-of-transpose", Op("transpose", Op("transpose", x, **INNER)), merge_transposes),  # 3
+    Rule("unsqueeze-of-squeeze", Op("unsqueeze", Op("squeeze", x, **INNER)), cancel_squeeze),       # 4
+    Rule("squeeze-of-unsqueeze", Op("squeeze", Op("unsqueeze", x, **INNER)), cancel_unsqueeze),     # 4
+    Rule("mul-by-one", Op("mul", x, ONES), drop_one),                                                # 5
+    Rule("div-by-one", Op("div", x, ONES), drop_one),                                                # 5
 ])
 
 

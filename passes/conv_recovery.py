@@ -132,7 +132,7 @@ from ir.opdef import ELEMENTWISE, ops_with
 from ir.ops.common import normalize_axis
 from ir.ops.shape import INT64_MAX
 from passes.base import Pass, register_pass
-from passes.pattern import Const, ConstEq, Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
+from passes.pattern import Const, ConstEq, Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules, single_use
 
 # -- conv attribute helpers (shared with the other conv passes) -------------
 
@@ -249,7 +249,7 @@ def _is_crop(value: Value) -> bool:
     """Whether ``value`` is a single-use ``slice`` from 0 with step 1 and
     constant bounds of the output of a conv or of a ``SINK_OPS`` node."""
     node = value.producer
-    if node is None or node.op != "slice" or value.num_uses != 1:
+    if node is None or node.op != "slice" or not single_use(value):
         return False
     data = node.inputs[0].producer
     if data is None or data.op not in SINK_FROM or any(v.const is None for v in node.inputs[1:]):

@@ -232,7 +232,7 @@ class Op(Pattern):
         node = value.producer
         if node is None or node.op != self.op:
             return f"%{value.name or '?'} is not produced by {self.op}"
-        if not root and self.single_use and (value.num_uses != 1 or _is_graph_output(value, node, m.outputs)):
+        if not root and self.single_use and not single_use(value, m.outputs):
             return f"{self.op} result %{value.name or '?'} has other uses"
         return self._solve_node(node, m, then)
 
@@ -247,7 +247,7 @@ class Op(Pattern):
             if not ok:
                 return f"{node.op} attribute {key}={have!r} does not match"
         if self.where is not None and not self.where(node):
-            return f"{node.op} node fails its constraint"
+            return f"{node.op} node fails {_predicate_name(self.where)}"
         orders = [self.inputs + (self.rest,) * (len(node.inputs) - len(self.inputs))]
         if len(self.inputs) == 2 and self.rest is None and get_op(self.op).commutative:
             orders.append(self.inputs[::-1])
@@ -275,6 +275,38 @@ def _is_graph_output(value: Value, node: Node, outputs: set[Value] | None) -> bo
     if outputs is not None:
         return value in outputs
     return node.graph is not None and node.graph.is_output(value)
+
+
+def _predicate_name(pred) -> str:
+    """A named predicate's name, for the reason a match failed; lambdas are
+    'its constraint'."""
+    name = getattr(pred, "__name__", "<lambda>")
+    return "its constraint" if name == "<lambda>" else name
+
+
+def single_use(value: Value, outputs: set[Value] | None = None,
+               ignore: Callable[[Node], bool] | None = None) -> bool:
+    """Whether ``value`` has exactly one reader and is not an output of its
+    graph: a rewrite that replaces that reader leaves nothing computing it
+    twice. ``outputs``: the graph's outputs, when the caller keeps them as a
+    set; ``ignore``: readers not counted (``shape`` nodes, which read no
+    element). The one single-use test of every pass."""
+    node = value.producer
+    if ignore is None:
+        if value.num_uses != 1:
+            return False
+    elif sum(1 for u in value.uses() if not ignore(u.node)) != 1:
+        return False
+    return node is None or not _is_graph_output(value, node, outputs)
+
+
+def producer(value: Value, op: str, single: bool = False) -> Node | None:
+    """The node computing ``value`` when it is an ``op`` node (and, with
+    ``single``, ``value`` is ``single_use``), else None."""
+    node = value.producer
+    if node is None or node.op != op or (single and not single_use(value)):
+        return None
+    return node
 
 
 class Rewriter:

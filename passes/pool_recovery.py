@@ -99,7 +99,7 @@ import numpy as np
 from ir import DType, Graph, Node, Value, symbolic
 from passes.base import Pass, register_pass
 from passes.dim_facts import elements, known_shape
-from passes.pattern import Const, Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
+from passes.pattern import Const, Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules, producer, single_use
 
 OPEN_END = 2 ** 62  # slice ends at least this large are "to the end" (PyTensor writes INT64_MAX)
 
@@ -118,19 +118,13 @@ RECOVERED_DTYPES = {
 
 # -- small helpers ---------------------------------------------------------
 def _only_use(value: Value, shape_reads: bool = False) -> bool:
-    """``value`` has exactly one reader (besides ``shape`` nodes, with
-    ``shape_reads``: PyTensor's mean divides by a count read off the shape)
-    and is not a graph output."""
-    node = value.producer
-    readers = [u for u in value.uses() if not (shape_reads and u.node.op == "shape")]
-    return len(readers) == 1 and not (node is not None and node.graph is not None and value in node.graph.outputs)
+    """``single_use``, not counting ``shape`` readers with ``shape_reads``
+    (PyTensor's mean divides by a count read off the shape)."""
+    return single_use(value, ignore=_is_shape_node if shape_reads else None)
 
 
-def _producer(value: Value, op: str, single_use: bool = True) -> Node | None:
-    node = value.producer
-    if node is None or node.op != op or (single_use and not _only_use(value)):
-        return None
-    return node
+def _is_shape_node(node: Node) -> bool:
+    return node.op == "shape"
 
 
 def _static(dims) -> bool:
@@ -386,20 +380,20 @@ def sum_of(total: Value) -> Sum | str:
     if not _only_use(total):
         return "the sum has other readers"
     v, kept = total, None
-    node = _producer(v, "unsqueeze")
+    node = producer(v, "unsqueeze", single=True)
     if node is not None:
         v, kept = node.inputs[0], tuple(sorted(a % total.rank for a in node.attrs["axes"]))
-    node = _producer(v, "cast")
+    node = producer(v, "cast", single=True)
     if node is not None:
         v = node.inputs[0]
-    reduce = _producer(v, "reduce_sum")
+    reduce = producer(v, "reduce_sum", single=True)
     if reduce is None:
-        return Sum(total, None, False, None) if kept is None and _producer(total, "add", False) else \
+        return Sum(total, None, False, None) if kept is None and producer(total, "add") else \
             f"%{total.name or '?'} is not a reduce_sum or an add tree"
     if reduce.attrs["keepdims"]:
         return "the reduce_sum keeps its axes"
     source = reduce.inputs[0]
-    cast = _producer(source, "cast")
+    cast = producer(source, "cast", single=True)
     if cast is not None:
         source = cast.inputs[0]
     if source.dtype != total.dtype:

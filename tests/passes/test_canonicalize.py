@@ -340,8 +340,8 @@ def test_why_a_rule_did_not_fire_is_logged(caplog):
         }""")
     with caplog.at_level(logging.DEBUG, logger="passes.pattern"):
         assert CANON.run(graph) is False
-    assert "rule cast_to_same_dtype" in caplog.text
-    assert "did not fire on cast -> %y: casts to another dtype" in caplog.text
+    assert "rule cast-to-own-dtype" in caplog.text
+    assert "did not fire on cast -> %y: cast node fails casts_to_own_dtype" in caplog.text
 
 
 # -- the driver ----------------------------------------------------------------

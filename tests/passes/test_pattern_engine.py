@@ -278,6 +278,10 @@ def test_attribute_values_and_predicates():
         "reduce_sum attribute keepdims=False does not match"
     assert match(Op("reduce_sum", x, where=lambda n: n.output.rank == 2), text)[1] == \
         "reduce_sum node fails its constraint"
+
+    def rank_two(n):
+        return n.output.rank == 2
+    assert match(Op("reduce_sum", x, where=rank_two), text)[1] == "reduce_sum node fails rank_two"
     assert match(Op("reduce_sum", x, x), text)[1] == "reduce_sum has 1 inputs, pattern has 2"
 
 
@@ -669,3 +673,22 @@ def test_rules_whose_root_op_is_absent_visit_no_node():
     rule, calls = _counting_rule(Op("div", Var(), Var()))
     g = graph_of(GUARDED)
     assert apply_rules(g, [rule]) is False and calls == []
+
+
+def test_single_use_counts_readers_and_graph_outputs():
+    from passes.pattern import producer, single_use
+
+    g = parse_graph("""
+        graph @main(%a: f32[3]) {
+          %e: f32[3] = exp(%a)
+          %s: i64[1] = shape(%e)
+          %n: f32[3] = neg(%e)
+          %m: f32[3] = neg(%n)
+          return %m, %n
+        }""")
+    e, s, n, m = (node.outputs[0] for node in g)
+    assert not single_use(e)                                          # read by shape and neg
+    assert single_use(e, ignore=lambda node: node.op == "shape")      # shape reads no element
+    assert not single_use(n)                                          # one reader, but a graph output
+    assert producer(n, "neg") is n.producer and producer(n, "neg", single=True) is None
+    assert producer(m, "exp") is None

@@ -8,7 +8,7 @@ Rule:
    ``Q = prod(x.shape[k:])``, is ``flatten{axis=k}(x)``. ``t`` may hold a -1
    (inferred) for one of them, and may be computed at run time (a symbolic
    batch: ``x.reshape((x.shape[0], -1))`` lowers to a ``concat`` of
-   ``shape(x)[0]`` and -1); ``passes.dim_facts`` reads what it holds, and
+   ``shape(x)[0]`` and -1); ``passes.shape_facts`` reads what it holds, and
    the dims of the result's type count too::
 
        %s: i64[4] = shape(%x)                  (%x: f32[N,16,5,5])
@@ -35,7 +35,7 @@ from typing import Any
 
 from ir import Graph, Value, symbolic
 from passes.base import Pass, register_pass
-from passes.dim_facts import DimOf, dim_source, elements
+from passes.shape_facts import DimOf, dim_source, elements
 from passes.pattern import Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
 
 INFERRED = -1  # the reshape target entry NumPy infers

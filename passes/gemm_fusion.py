@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from ir import Graph, Value
 from passes.base import Pass, register_pass
-from passes.dim_facts import dim_source
+from passes.shape_facts import dim_source
 from passes.pattern import Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
 
 

@@ -98,7 +98,7 @@ import numpy as np
 
 from ir import DType, Graph, Node, Value, symbolic
 from passes.base import Pass, register_pass
-from passes.dim_facts import elements, known_shape
+from passes.shape_facts import elements, known_shape
 from passes.pattern import Const, Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules, producer, single_use
 
 OPEN_END = 2 ** 62  # slice ends at least this large are "to the end" (PyTensor writes INT64_MAX)
@@ -282,7 +282,7 @@ def strided_slice(value: Value) -> Strided | None:
 def _symbolic_slice(node: Node, dims) -> Strided | None:
     """A step-1 ``slice`` of the spatial axes with bounds or sizes that are
     symbolic (``x[:, :, i:i + H]`` of an x of ``H + 4`` rows; bounds read
-    with ``dim_facts.elements``) as a ``Strided`` with symbolic lengths:
+    with ``shape_facts.elements``) as a ``Strided`` with symbolic lengths:
     the start a constant >= 0, the stop provably within the axis."""
     x = node.inputs[0]
     bounds = [elements(v) for v in node.inputs[1:]]

@@ -12,7 +12,7 @@ is added after ``a``, broadcast to ``r`` and merged into ``a``. Rules:
    ``x`` is used) or anything else (then ``squeeze(y)``, which a following
    rule may see through). With a symbolic batch the targets ``t`` and ``s``
    are computed at run time from ``shape(x)``; what they hold is read with
-   ``passes.dim_facts``. The repeated axis may be static or symbolic
+   ``passes.shape_facts``. The repeated axis may be static or symbolic
    (``2*H`` for a named ``H``)::
 
        %u: f32[N,16,28,1,28] = unsqueeze(%x) {axes=[3]}
@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from ir import Graph, Value, symbolic
 from passes.base import Pass, register_pass
-from passes.dim_facts import DimOf, dim_source, elements
+from passes.shape_facts import DimOf, dim_source, elements
 from passes.pattern import Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
 
 

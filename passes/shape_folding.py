@@ -3,7 +3,7 @@ becomes a constant; a shape vector built piece by piece becomes the
 fewest pieces.
 
 Run after ``shape-inference`` (which makes the types precise). Rules, in
-one forward walk with the contents of ``passes.shape_values``:
+one forward walk with the contents of ``passes.shape_facts``:
 
 1. an integer scalar or vector whose every element is known is a constant
    (``shape``, ``gather``, ``concat``, arithmetic... of static dims)::
@@ -43,7 +43,7 @@ import numpy as np
 from ir import Graph, Node, Value
 from ir.types import DType
 from passes.base import Pass, register_pass
-from passes.shape_values import ShapeValues, is_static, tracked
+from passes.shape_facts import ShapeValues, is_static, tracked
 
 
 @register_pass

@@ -7,7 +7,7 @@ them). At each node:
 1. the op's type rule (``OpDef.infer``, next to the op in ``ir/ops``) runs
    on the current input types; ops with shape operands
    (``OpDef.symbolic_inputs``: reshape, expand, slice, split, range) also get
-   what is known of those operands' values (``passes.shape_values``), so::
+   what is known of those operands' values (``passes.shape_facts``), so::
 
        %s: i64[3] = shape(%x)                 (%x: f32[N,3,4])
        %n: i64[] = gather(%s, %zero) {axis=0}
@@ -39,7 +39,7 @@ from ir.opdef import OpError
 from ir.printer import format_graph
 from ir.types import Dim
 from passes.base import Pass, register_pass
-from passes.shape_values import ShapeValues
+from passes.shape_facts import ShapeValues
 
 
 @register_pass

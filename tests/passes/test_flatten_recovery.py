@@ -15,7 +15,7 @@ import pytest
 from compiler import compile_to_onnx
 from ir.parser import parse_graph
 from passes.dce import DeadCodeElimination
-from passes.dim_facts import DimOf, dim_source
+from passes.shape_facts import DimOf, dim_source
 from passes.flatten_recovery import FlattenRecovery
 from tests.helpers import assert_same, check_pytensor, pytensor_reference
 from tests.passes.helpers import check_pass

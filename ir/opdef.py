@@ -35,7 +35,10 @@ TOTAL_ON_FLOATS = "total_on_floats"
 """``TOTAL`` when the inputs are floats only (integer division by zero traps)."""
 NO_NEG_INF = "no_neg_inf"
 """Its result never holds -inf, whatever its inputs (>= a finite bound, or NaN)."""
-TRAITS = frozenset({ELEMENTWISE, BROADCASTING, TOTAL, TOTAL_ON_FLOATS, NO_NEG_INF})
+ROW_MAJOR_VIEW = "row_major_view"
+"""Its result holds its first input's elements in the same row-major order,
+only the shape changes (``reshape``, ``squeeze``, ``unsqueeze``, ``flatten``)."""
+TRAITS = frozenset({ELEMENTWISE, BROADCASTING, TOTAL, TOTAL_ON_FLOATS, NO_NEG_INF, ROW_MAJOR_VIEW})
 
 
 @dataclass(frozen=True)

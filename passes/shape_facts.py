@@ -39,7 +39,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from ir import Dim, get_op
-from ir.opdef import ELEMENTWISE
+from ir.opdef import ELEMENTWISE, ROW_MAJOR_VIEW
 from ir import symbolic as sym
 from ir.core import Node, Value
 from ir.types import DType, TensorType, join_dims
@@ -48,9 +48,6 @@ CONTENT_LIMIT = 64  # longest vector whose elements are tracked forward
 TRACKED_DTYPES = (DType.INT64, DType.INT32)
 MAX_STEPS = 64  # producers one on-demand query may visit
 MAX_ELEMENTS = 16  # the longest value ``elements`` evaluates
-# Ops that keep the row-major order of their input's elements at any rank;
-# the other rules read and write vectors (rank <= 1).
-ORDER_PRESERVING = frozenset({"reshape", "squeeze", "unsqueeze", "cast"})
 
 Content = tuple  # of elements: numbers, dims, DimOf tokens or None
 
@@ -415,15 +412,16 @@ _PRIMES = (2, 3, 5, 7, 11, 13, 17, 19)
 
 def _reads_as_vectors(node: Node) -> bool:
     """Whether ``VALUE_RULES``, written for vectors, read ``node`` right at its
-    ranks: ``ORDER_PRESERVING`` ops at any rank; elementwise ops when every
+    ranks: ops with the ``row_major_view`` trait at any rank; elementwise ops when every
     input is one element or has the output's shape (row-major order then
     pairs the elements); other ops when every value is a vector or holds
     one element."""
     values = (*node.inputs, *node.outputs)
-    if node.op in ORDER_PRESERVING or all(v.rank <= 1 or v.type.size == 1 for v in values):
+    op = get_op(node.op)
+    if op.has(ROW_MAJOR_VIEW) or all(v.rank <= 1 or v.type.size == 1 for v in values):
         return True
     out = node.outputs[0]
-    return get_op(node.op).has(ELEMENTWISE) and all(v.type.size == 1 or v.shape == out.shape for v in node.inputs)
+    return op.has(ELEMENTWISE) and all(v.type.size == 1 or v.shape == out.shape for v in node.inputs)
 
 
 def elements(value: Value, budget: _Budget | None = None) -> tuple | None:
@@ -432,7 +430,7 @@ def elements(value: Value, budget: _Budget | None = None) -> tuple | None:
     static size of at most ``MAX_ELEMENTS`` or its producer is not
     understood. ``shape(x)`` gives ``dim_source`` of each axis; every other
     op is read through ``VALUE_RULES``, the table the forward analysis uses
-    (vectors only, but for ``ORDER_PRESERVING`` ops)."""
+    (see ``_reads_as_vectors``)."""
     size = value.type.size
     if size is None or size > MAX_ELEMENTS:
         return None

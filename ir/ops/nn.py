@@ -18,7 +18,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ir import symbolic as sym
 from ir.ops.common import broadcast_shapes, check_dtype, same_dtype
 from ir.ops.elementwise import _unary
-from ir.opdef import ELEMENTWISE, NO_NEG_INF, TOTAL, Attr, OpDef, OpError, register
+from ir.opdef import ELEMENTWISE, NO_NEG_INF, ROW_MAJOR_VIEW, TOTAL, Attr, OpDef, OpError, register
 from ir.types import TensorType, dims_compatible
 
 # -- activations ---------------------------------------------------------
@@ -419,4 +419,4 @@ def _flatten_eval(args, attrs):
 
 
 register(OpDef("flatten", _flatten_infer, _flatten_eval, 1, attrs={"axis": Attr("int", 1)},
-               doc="reshape to (prod(shape[:axis]), prod(shape[axis:])) (ONNX Flatten)"))
+               traits={ROW_MAJOR_VIEW}, doc="reshape to (prod(shape[:axis]), prod(shape[axis:])) (ONNX Flatten)"))

@@ -18,7 +18,7 @@ import numpy as np
 
 from ir import symbolic as sym
 from ir.ops.common import INT64, broadcast_shapes, check_dtype, known_dims, normalize_axis, same_dtype
-from ir.opdef import TOTAL, Attr, OpDef, OpError, register
+from ir.opdef import ROW_MAJOR_VIEW, TOTAL, Attr, OpDef, OpError, register
 from ir.types import TensorType, dims_compatible
 
 
@@ -66,7 +66,7 @@ def _quotient(shape, known) -> "sym.Dim":
 
 
 register(OpDef("reshape", _reshape_infer, lambda a, at: [np.reshape(a[0], a[1].tolist())], 2,
-               doc="np.reshape(x, shape): -1 infers one dim, 0 is a zero-size dim (not ONNX's copy)",
+               traits={ROW_MAJOR_VIEW}, doc="np.reshape(x, shape): -1 infers one dim, 0 is a zero-size dim (not ONNX's copy)",
                symbolic_inputs=True))
 
 
@@ -93,7 +93,7 @@ def _squeeze_infer(types, attrs, consts):
 
 
 register(OpDef("squeeze", _squeeze_infer, lambda a, at: [np.squeeze(a[0], axis=tuple(at["axes"]))], 1,
-               attrs={"axes": Attr("ints")}, doc="np.squeeze(x, axes): drop size-1 axes"))
+               attrs={"axes": Attr("ints")}, traits={ROW_MAJOR_VIEW}, doc="np.squeeze(x, axes): drop size-1 axes"))
 
 
 def _unsqueeze_infer(types, attrs, consts):
@@ -107,7 +107,7 @@ def _unsqueeze_infer(types, attrs, consts):
 
 
 register(OpDef("unsqueeze", _unsqueeze_infer, lambda a, at: [np.expand_dims(a[0], tuple(at["axes"]))], 1,
-               attrs={"axes": Attr("ints")}, traits={TOTAL}, doc="np.expand_dims(x, axes): axes index the output"))
+               attrs={"axes": Attr("ints")}, traits={TOTAL, ROW_MAJOR_VIEW}, doc="np.expand_dims(x, axes): axes index the output"))
 
 
 # -- expand -------------------------------------------------------------

@@ -8,7 +8,8 @@ import pytest
 
 from ir import TensorType
 from ir.errors import OpError
-from ir.opdef import (BROADCASTING, ELEMENTWISE, NO_NEG_INF, TOTAL, TOTAL_ON_FLOATS, TRAITS, OpDef, all_ops,
+from ir.opdef import (BROADCASTING, ELEMENTWISE, NO_NEG_INF, ROW_MAJOR_VIEW, TOTAL, TOTAL_ON_FLOATS, TRAITS, OpDef,
+                      all_ops,
                       ops_with)
 from ir.types import DType
 
@@ -105,3 +106,13 @@ def test_no_neg_inf_ops_never_give_minus_inf(name):
     values, attrs = _args(op, op.num_inputs)
     assert values[0].dtype.kind == "f"
     assert not np.isneginf(_evaluate(op, values, attrs)).any()
+
+
+@pytest.mark.parametrize("name", _cases(ROW_MAJOR_VIEW))
+def test_row_major_views_keep_the_element_order(name):
+    op = all_ops()[name]
+    x = np.arange(24.0).reshape(2, 3, 4)
+    attrs = {"reshape": {}, "flatten": {"axis": 1}, "squeeze": {"axes": (0,)}, "unsqueeze": {"axes": (1,)}}[name]
+    args = [x[:1] if name == "squeeze" else x] + ([np.array([4, 6])] if name == "reshape" else [])
+    out = op.evaluate(args, op.normalize_attrs(attrs))[0]
+    np.testing.assert_array_equal(out.reshape(-1), args[0].reshape(-1))

@@ -266,6 +266,11 @@ class Graph:
         ``op``. O(1): the graph keeps an index of op names."""
         return self._op_counts.get(op, 0)
 
+    def nodes_with_subgraphs(self) -> list[Node]:
+        """The nodes of this graph that hold nested graphs. O(their number):
+        the graph keeps them in an index."""
+        return list(self._nested)
+
     def contains_op(self, *ops: str, nested: bool = True) -> bool:
         """Whether a node of this graph (and, with ``nested``, of any nested
         graph) has one of ``ops``. Costs O(len(ops)) per graph visited, not

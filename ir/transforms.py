@@ -19,12 +19,30 @@ never swells with folded weights."""
 
 def walk_graphs(graph: Graph) -> Iterator[Graph]:
     """``graph`` and every graph nested in it, at any depth, each before the
-    graphs nested in it (pre-order). Linear in the number of nodes."""
-    stack = [graph]
-    while stack:
-        g = stack.pop()
+    graphs nested in it. The graph may change between steps (a graph's
+    nested graphs are read when the walk leaves it). Costs O(number of
+    graphs), not a scan of the nodes (``Graph.nodes_with_subgraphs``)."""
+    for g, _ in walk_scopes(graph, names=False):
         yield g
-        stack.extend(reversed([sub for node in g if node.subgraphs for sub in node.subgraphs.values()]))
+
+
+def walk_scopes(graph: Graph, names: bool = True) -> Iterator[tuple[Graph, set[str]]]:
+    """``(g, reserved)`` for ``graph`` and every graph nested in it, outer
+    first (``walk_graphs``'s order): ``reserved`` holds the names a new
+    constant of ``g`` must avoid, the input and constant names of the graphs
+    enclosing ``g`` and of the graphs nested in ``g`` (a nested name may not
+    repeat an enclosing one). A graph without nested graphs and enclosing
+    scope costs nothing; else linear in the nested graphs' sizes."""
+    stack: list[tuple[Graph, frozenset[str]]] = [(graph, frozenset())]
+    while stack:
+        g, enclosing = stack.pop()
+        nested = g.nodes_with_subgraphs()
+        reserved = (set(enclosing) | nested_names(nested)) if names and (nested or enclosing) else set()
+        yield g, reserved
+        if nested:
+            own = enclosing | {v.name for v in g.inputs} | set(g.constants) if names else enclosing
+            stack.extend((sub, own) for node in reversed(g.nodes_with_subgraphs())
+                         for sub in reversed(node.subgraphs.values()))
 
 
 def remove_dead_code(graph: Graph) -> bool:

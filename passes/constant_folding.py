@@ -19,15 +19,17 @@ Rules:
        %s: i64[2] = shape(%x)       ->      const %s: i64[2] = [4, 3]
 
 Folded constants take the name hint of the output they replace (else the
-op's name), made unique. They are read-only copies (``Graph.add_constant``),
+op's name), made unique, also against the names of the graphs enclosing
+and nested in theirs: loop and if bodies are folded too
+(``ir.transforms.walk_scopes``). They are read-only copies (``Graph.add_constant``),
 so a user's arrays are never aliased or modified. The inputs left unused are
 removed by ``dce``. The forward walk folds chains in one pass: O(nodes +
 folded elements).
 
 Not folded: outputs without a static shape (``nonzero``) or over the limit
 (an ``expand`` of a scalar to a large shape stays an Expand node: the model
-keeps the small input instead of a big initializer), nodes with subgraphs,
-and nodes whose evaluation raises (an out-of-range ``gather`` index is left
+keeps the small input instead of a big initializer), nodes with subgraphs
+themselves (their bodies are folded inside), and nodes whose evaluation raises (an out-of-range ``gather`` index is left
 for the runtime to report).
 """
 
@@ -40,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ir import Graph, Node, TensorType, get_op
-from ir.transforms import FOLD_MAX_ELEMENTS
+from ir.transforms import FOLD_MAX_ELEMENTS, add_fresh_constant, walk_scopes
 from passes.base import Pass, register_pass
 
 log = logging.getLogger(__name__)
@@ -67,15 +69,16 @@ class ConstantFolding(Pass):
 
     def run(self, graph: Graph) -> bool:
         changed = False
-        for node in graph:
-            results = self._fold(node)
-            if results is None:
-                continue
-            for out, array in zip(node.outputs, results):
-                const = graph.add_constant(array, _const_name(out.name or node.op), type=out.type)
-                graph.replace_all_uses(out, const)
-            graph.erase(node)
-            changed = True
+        for g, reserved in walk_scopes(graph):  # nested bodies too; names avoid the other scopes'
+            for node in g:
+                results = self._fold(node)
+                if results is None:
+                    continue
+                for out, array in zip(node.outputs, results):
+                    const = add_fresh_constant(g, array, _const_name(out.name or node.op), reserved, type=out.type)
+                    g.replace_all_uses(out, const)
+                g.erase(node)
+                changed = True
         return changed
 
     def _fold(self, node: Node) -> list[np.ndarray] | None:

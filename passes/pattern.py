@@ -55,6 +55,7 @@ import numpy as np
 
 from ir import Graph, Node, TensorType, Value
 from ir.core import merge_origins
+from ir.transforms import add_fresh_constant, walk_scopes
 from passes.rewrite_log import RewriteLog, active_log
 from ir.ops import get_op
 
@@ -319,8 +320,9 @@ class Rewriter:
         root: the matched root node.
     """
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, reserved: set[str] | None = None):
         self.graph = graph
+        self.reserved = reserved or set()  # names new constants avoid (enclosing and nested graphs')
         self.root: Node | None = None
         self.created: list[Node] = []
         self.created_constants: list[Value] = []
@@ -338,7 +340,7 @@ class Rewriter:
     def const(self, array, name: str = "const") -> Value:
         """A new graph constant holding a copy of ``array`` (removed again if
         the rewrite declines and nothing reads it)."""
-        value = self.graph.add_constant(np.asarray(array), name)
+        value = add_fresh_constant(self.graph, np.asarray(array), name, self.reserved)
         self.created_constants.append(value)
         return value
 
@@ -395,7 +397,10 @@ class Miss(NamedTuple):
 
 def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None = None,
                 max_rewrites: int | None = None) -> bool:
-    """Apply ``rules`` to ``graph`` until none fires (a fixpoint).
+    """Apply ``rules`` to ``graph`` and to every graph nested in it
+    (``ir.transforms.walk_scopes``: each body on its own, new constants
+    named apart from the enclosing and nested graphs') until none fires (a
+    fixpoint).
 
     Every node is visited; after a rewrite, the readers of the replaced value
     and the nodes the rewrite created are revisited, nodes left dead are
@@ -423,15 +428,26 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
     by_op: dict[str, list[Rule]] = {}
     for rule in rules:
         by_op.setdefault(rule.pattern.op, []).append(rule)
-    if not any(graph.op_count(op) for op in by_op):
-        return False  # no root op in the graph: O(number of root ops), no node visited
+    if not graph.contains_op(*by_op):
+        return False  # no root op in any graph: O(number of root ops), no node visited
+    # (rule, the ops its root's inputs must be produced by), per root op
+    checks = {op: [(rule, _child_ops(rule.pattern)) for rule in rules_of] for op, rules_of in by_op.items()}
+    changed = False
+    for g, reserved in walk_scopes(graph):  # nested bodies too, each on its own
+        if any(g.op_count(op) for op in by_op):
+            changed |= _apply_in(g, by_op, checks, trace, max_rewrites, reserved)
+    return changed
+
+
+def _apply_in(graph: Graph, by_op: dict[str, list[Rule]], checks: dict, trace: list[Miss] | None,
+              max_rewrites: int | None, reserved: set[str]) -> bool:
+    """``apply_rules`` on the nodes of one graph (not its nested graphs);
+    new constants avoid the ``reserved`` names."""
     # Without a trace or debug log, a rule whose pattern's skeleton (ops,
     # arities, constants; two levels deep) cannot fit is skipped before the
     # full match builds its reasons for missing.
     quick = trace is None and not log.isEnabledFor(logging.DEBUG)
-    # (rule, the ops its root's inputs must be produced by), per root op
-    checks = {op: [(rule, _child_ops(rule.pattern)) for rule in rules_of] for op, rules_of in by_op.items()}
-    rw = Rewriter(graph)
+    rw = Rewriter(graph, reserved)
     outputs = set(graph.outputs)  # kept up to date: only replace_all_uses below changes them
     work = deque(n for n in graph if n.op in by_op)
     queued = set(work)

@@ -1,10 +1,11 @@
-"""cse and dce reach into nested bodies through ``ir.transforms.walk_graphs``."""
+"""cse, dce, constant folding and the pattern rules reach into nested bodies
+through ``ir.transforms.walk_graphs``/``walk_scopes``."""
 
 import numpy as np
 
 from ir.interpreter import evaluate
 from ir.parser import parse_graph
-from ir.transforms import walk_graphs
+from ir.transforms import walk_graphs, walk_scopes
 from ir.verifier import verify
 from passes import get_pass
 
@@ -42,3 +43,63 @@ def test_cse_and_dce_simplify_a_loop_body_without_changing_results():
     for got, want in zip(evaluate(g, args), before):
         np.testing.assert_array_equal(got, want)
     assert not get_pass("cse").run(g) and not get_pass("dce").run(g)  # a fixpoint
+
+
+BODY_FOLDS = """
+graph @main(%n: i64[], %s0: f32[3]) {
+  const %cc: f32[3] = [1.0, 2.0, 3.0]
+  %s: f32[3], %ys: f32[?,3] = loop(%n, %s0) {has_condition=false, num_carried=1} (
+    body: graph @body(%body.i: i64[], %body.s: f32[3]) {
+      const %body.a: f32[3] = [1.0, 1.0, 1.0]
+      const %body.b: f32[3] = [0.5, 0.5, 0.5]
+      %k: f32[3] = add(%body.a, %body.b)
+      %m: f32[3] = mul(%body.s, %k)
+      %r: f32[3] = maximum(%m, %body.s)
+      return %r, %r
+    })
+  %o: f32[3] = add(%s, %cc)
+  return %o, %ys
+}
+"""
+
+
+def test_scopes_reserve_the_names_of_enclosing_and_nested_graphs():
+    g = parse_graph(BODY_FOLDS)
+    (outer, outer_reserved), (body, body_reserved) = walk_scopes(g)
+    assert body.name == "body" and outer_reserved == {"body.i", "body.s", "body.a", "body.b"}
+    assert body_reserved == {"n", "s0", "cc"}
+
+
+def test_constant_folding_reaches_bodies_with_fresh_names():
+    """A folded body constant avoids every enclosing name; results are unchanged."""
+    g = parse_graph(BODY_FOLDS)
+    args = [np.int64(4), np.array([1.0, -2.0, 0.5], np.float32)]
+    before = evaluate(g, args)
+    assert get_pass("constant-folding").run(g)
+    verify(g)
+    body = g.nodes_with_subgraphs()[0].subgraphs["body"]
+    assert [n.op for n in body] == ["mul", "maximum"]
+    assert not set(body.constants) & (set(g.constants) | {v.name for v in g.inputs})
+    for got, want in zip(evaluate(g, args), before):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_pattern_rules_fire_inside_bodies():
+    g = parse_graph("""
+        graph @main(%n: i64[], %s0: f32[3]) {
+          %s: f32[3], %ys: f32[?,3] = loop(%n, %s0) {has_condition=false, num_carried=1} (
+            body: graph @body(%body.i: i64[], %body.s: f32[3]) {
+              const %body.zero: f32[] = 0.0
+              %r: f32[3] = maximum(%body.s, %body.zero)
+              %t: f32[3] = sub(%r, %body.s)
+              return %t, %r
+            })
+          return %s, %ys
+        }""")
+    args = [np.int64(3), np.array([1.0, -2.0, 0.5], np.float32)]
+    before = evaluate(g, args)
+    assert get_pass("relu-silu").run(g)
+    verify(g)
+    assert "relu" in _ops(g) and "maximum" not in _ops(g)
+    for got, want in zip(evaluate(g, args), before):
+        np.testing.assert_array_equal(got, want)

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ir import Graph, Node, Value
+from ir.transforms import add_fresh_constant, nested_names
 from ir.types import DType
 from passes.base import Pass, register_pass
 from passes.shape_facts import ShapeValues, is_static, tracked
@@ -57,6 +58,7 @@ class ShapeFolding(Pass):
 
     def run(self, graph: Graph) -> bool:
         values = ShapeValues()
+        reserved = nested_names(graph.nodes_with_subgraphs())  # new constants avoid the bodies' names
         sources: dict = {}  # symbolic dim -> (value, axis): the first value defined with it
         changed = False
         for v in graph.inputs:
@@ -65,10 +67,10 @@ class ShapeFolding(Pass):
             values.update(node)
             if node.subgraphs:
                 continue
-            if _fold(graph, node, values):
+            if _fold(graph, node, values, reserved):
                 changed = True
                 continue
-            if node.op == "concat" and _rebuild(graph, node, values, sources):
+            if node.op == "concat" and _rebuild(graph, node, values, sources, reserved):
                 changed = True
             for out in node.outputs:
                 _add_sources(sources, out)
@@ -81,7 +83,7 @@ def _add_sources(sources: dict, value: Value) -> None:
             sources.setdefault(d, (value, axis))
 
 
-def _fold(graph: Graph, node: Node, values: ShapeValues) -> bool:
+def _fold(graph: Graph, node: Node, values: ShapeValues, reserved: set[str]) -> bool:
     """Rule 1: replace outputs with fully known contents by constants."""
     folded = False
     for out in node.outputs:
@@ -89,7 +91,7 @@ def _fold(graph: Graph, node: Node, values: ShapeValues) -> bool:
         if not is_static(content) or not (out.num_uses or graph.is_output(out)):
             continue
         array = np.array(content, dtype=out.dtype.numpy).reshape(out.shape)
-        const = graph.add_constant(array, out.name or node.op)
+        const = add_fresh_constant(graph, array, out.name or node.op, reserved)
         graph.replace_all_uses(out, const)
         folded = True
     if folded and not any(out.num_uses or graph.is_output(out) for out in node.outputs):
@@ -97,7 +99,7 @@ def _fold(graph: Graph, node: Node, values: ShapeValues) -> bool:
     return folded
 
 
-def _rebuild(graph: Graph, node: Node, values: ShapeValues, sources: dict) -> bool:
+def _rebuild(graph: Graph, node: Node, values: ShapeValues, sources: dict, reserved: set[str]) -> bool:
     """Rule 2: rebuild a partially static i64 shape vector from runs."""
     out = node.output
     content = values.known.get(out)
@@ -123,7 +125,7 @@ def _rebuild(graph: Graph, node: Node, values: ShapeValues, sources: dict) -> bo
     if len(pieces) >= len(node.inputs):
         return False
     consts = {tuple(v.const.tolist()): v for v in node.inputs if v.const is not None and v.rank == 1}
-    inputs = [_piece(graph, node, p, consts) for p in pieces]
+    inputs = [_piece(graph, node, p, consts, reserved) for p in pieces]
     new = inputs[0] if len(inputs) == 1 else _insert(graph, node, "concat", inputs, {"axis": 0}, out.name)
     graph.replace_all_uses(out, new)
     graph.erase(node)
@@ -131,17 +133,18 @@ def _rebuild(graph: Graph, node: Node, values: ShapeValues, sources: dict) -> bo
     return True
 
 
-def _piece(graph: Graph, node: Node, piece: tuple, consts: dict) -> Value:
+def _piece(graph: Graph, node: Node, piece: tuple, consts: dict, reserved: set[str]) -> Value:
     """The value of one piece: a constant (the concat's own when it has one
     equal), or ``shape`` of the source value, sliced unless whole."""
     if piece[0] == "const":
         known = consts.get(tuple(piece[1]))
-        return known if known is not None else graph.add_constant(np.array(piece[1], dtype=np.int64), "dims")
+        return known if known is not None else add_fresh_constant(graph, np.array(piece[1], dtype=np.int64), "dims",
+                                                                  reserved)
     _, value, first, last = piece
     shape = _insert(graph, node, "shape", [value], None, "shape")
     if first == 0 and last == value.rank - 1:
         return shape
-    bounds = [graph.add_constant(np.array([b], dtype=np.int64), "bound") for b in (first, last + 1, 1)]
+    bounds = [add_fresh_constant(graph, np.array([b], dtype=np.int64), "bound", reserved) for b in (first, last + 1, 1)]
     return _insert(graph, node, "slice", [shape, *bounds], {"axes": [0]}, "dims")
 
 

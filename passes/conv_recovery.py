@@ -245,6 +245,11 @@ def sink_crop(rw: Rewriter, m: Match) -> Value | str:
     return rw.add("slice", [rw.add(root.op, inputs, dict(root.attrs)), *crop.inputs[1:]], dict(crop.attrs))
 
 
+def _reads_crop(node: Node) -> bool:
+    """Guard of crop-sink: some input of ``node`` is a ``slice`` (cheap; ``_is_crop`` decides)."""
+    return any(v.producer is not None and v.producer.op == "slice" for v in node._inputs)
+
+
 def _is_crop(value: Value) -> bool:
     """Whether ``value`` is a single-use ``slice`` from 0 with step 1 and
     constant bounds of the output of a conv or of a ``SINK_OPS`` node."""
@@ -455,7 +460,7 @@ RULES = RuleSet([
     *(Rule("channel-sum", root, recover_conv) for root in _channel_sums(CV)),
     *(Rule("strided-channel-sum", root, recover_conv) for root in _channel_sums(STRIDED_CV)),
     # f(conv(x, W)[:, :, :h, :w], b) -> f(conv(x, W), b)[:, :, :h, :w]
-    *(Rule("crop-sink", Op(op, rest=Var()), sink_crop) for op in SINK_OPS),
+    *(Rule("crop-sink", Op(op, rest=Var()), sink_crop, guard=_reads_crop) for op in SINK_OPS),
     # conv(pad(x, 0), W) -> conv{pads}(x, W)
     Rule("conv-pad", Op("conv", PAD, Var("w"), rest=Var("b")), fold_pad),
     # conv(x, W)[:, :, ::s, ::s] -> conv{strides=s}(x, W)

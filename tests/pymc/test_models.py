@@ -15,14 +15,11 @@ pm = pytest.importorskip("pymc")
 
 import pytensor  # noqa: E402
 
-from compiler.errors import UnsupportedOpsError  # noqa: E402
 from ir import DType  # noqa: E402
 from tests.helpers import REFERENCE_MODE  # noqa: E402
 from tests.pymc.forms import FORMS, build_form, random_points  # noqa: E402
 from tests.pymc.models import MODELS  # noqa: E402
 
-# LKJ's raw graph needs Blockwise(ARange) over a batch of observations.
-NEEDS_MORE = {("lkj_mvnormal", "raw")}
 # The raw StudentT graph's gradient w.r.t. log(nu) sums psi((nu+1)/2) -
 # psi(nu/2) terms of size ~1 over the observations into a result ~0.07:
 # a cancellation of ~1e3, so a 1-ulp difference between our psi and SciPy's
@@ -49,9 +46,7 @@ def _reference(model):
 def _cases():
     for name in MODELS:
         for form in FORMS:
-            marks = [pytest.mark.xfail(raises=UnsupportedOpsError, strict=False,
-                                       reason="needs ops another branch adds")] \
-                if (name, form) in NEEDS_MORE else []
+            marks = []
             if form == "compiled":  # two more C compilations per model: the slow job
                 marks.append(pytest.mark.slow)
             yield pytest.param(name, form, marks=marks, id=f"{name}-{form}")

@@ -18,6 +18,7 @@ from pytensor.tensor.math import Dot
 from compiler.errors import Unsupported
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import find_in_mro, find_rule, lowers
+from compiler.lowering.rules.blockwise_loop import lower_blockwise_loop
 from compiler.lowering.rules.scalar_ops import broadcast_against
 from ir import DType, Value
 
@@ -129,8 +130,9 @@ def lower_blockwise(ctx: LoweringContext, node) -> list[Value]:
     if rule is None:
         core_ndims = [len(sig) for sig in node.op.inputs_sig]
         core_rule = find_rule(core)
-        if core_rule is not None and [v.type.ndim for v in node.inputs] == core_ndims:
+        if core_rule is None:
+            raise Unsupported(f"Blockwise of {core} has no lowering")
+        if [v.type.ndim for v in node.inputs] == core_ndims:
             return core_rule(ctx, core.make_node(*node.inputs))  # no batch dims: the core op itself
-        raise Unsupported(f"Blockwise of {core} has no lowering" + ("" if core_rule is None else
-                          " with batch dims (the core op alone has one)"))
+        return lower_blockwise_loop(ctx, node)
     return [rule(ctx, node, [ctx.get(v) for v in node.inputs])]

@@ -179,12 +179,27 @@ def test_join_upcasts():
     check_pytensor([a, b], out, [np.int32([1, -2]), np.float32([0.1, 3e7])])
 
 
-def test_join_and_split_along_symbolic_axis_are_unsupported():
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_join_along_runtime_axis(dtype):
+    """A scalar-input axis, every value from -3 to 2, on tensors that differ
+    in the joined dim; against PyTensor and NumPy, exact."""
     axis = pt.lscalar("axis")
-    outs = [pt.join(axis, x, x), pt.split(x, [1, 2], n_splits=2, axis=axis)[0]]
-    with pytest.raises(UnsupportedOpsError, match="Join along a symbolic axis") as error:
-        compile_to_onnx([x, axis], outputs=outs)
-    assert "Split along a symbolic axis" in str(error.value)
+    t, u = pt.tensor3("t", dtype=dtype), pt.tensor3("u", dtype=dtype)
+    compiled = None
+    for k in range(-3, 3):
+        shape_u = [2, 3, 4]
+        shape_u[k] = 1
+        values = [data((2, 3, 4), dtype), data(tuple(shape_u), dtype), np.int64(k)]
+        compiled = check_pytensor([t, u, axis], [pt.join(axis, t, u, t)], values)
+        np.testing.assert_array_equal(compiled.run(*values)[0], np.concatenate(values[:2] + values[:1], axis=k))
+    assert not compiled.ir.contains_op("if")
+
+
+def test_join_runtime_axis_int32_and_split_along_symbolic_axis():
+    axis = pt.iscalar("axis")
+    check_pytensor([x, axis], [pt.join(axis, x, x)], [X, np.int32(-1)])
+    with pytest.raises(UnsupportedOpsError, match="Split along a symbolic axis"):
+        compile_to_onnx([x, axis], outputs=[pt.split(x, [1, 2], n_splits=2, axis=axis)[0]])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -22,6 +22,8 @@ from compiler.errors import Unsupported
 from compiler.lowering.context import ir_dtype
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.indexing import INT64, int64_scalar, int64_value, int64_vector, shape_vector
+from compiler.lowering.rules.scalar_ops import shape_of
+from ir import Value
 
 # -- identities ------------------------------------------------------------
 
@@ -215,17 +217,49 @@ def lower_eye(ctx, node):
 @lowers(Join)
 def lower_join(ctx, node):
     """Join(axis, *tensors): ``np.concatenate(tensors, axis, dtype=out)``
-    as ``concat`` of the inputs cast to the output dtype.
-
-    Raises:
-        Unsupported: a symbolic axis.
+    as ``concat`` of the inputs cast to the output dtype. A run-time axis
+    (ONNX ``Concat`` needs a constant one) is ``_join_runtime_axis``.
     """
-    axis = _constant_axis(ctx, node.inputs[0], "Join")
     dtype = ir_dtype(node.outputs[0])
     tensors = [ctx.cast(ctx.get(v), dtype) for v in node.inputs[1:]]
     if len(tensors) == 1:
         return tensors
-    return [ctx.add("concat", tensors, {"axis": axis})]
+    axis = ctx.constant_value(node.inputs[0])
+    if axis is None:
+        return [_join_runtime_axis(ctx, ctx.get(node.inputs[0]), tensors)]
+    return [ctx.add("concat", tensors, {"axis": int(axis)})]
+
+
+def _join_runtime_axis(ctx, axis: Value, tensors: list[Value]) -> Value:
+    """``np.concatenate(tensors, axis)`` for an integer scalar ``axis`` known
+    only at run time (negative counts from the end), exact for any dtype:
+    each tensor of shape ``s`` is reshaped to ``(prod(s[:k]), s[k],
+    prod(s[k+1:]))`` with ``k`` the normalized axis (masks over
+    ``range(rank)``, the rank is static), the pieces are concatenated on
+    their static axis 1, and the result reshaped to ``s`` with ``s[k]``
+    the sum of the pieces' ``s[k]``: the same elements in the same order as
+    a concat on axis ``k`` (row-major order). An axis out of range or
+    mismatched other dims make a reshape fail at run time (PyTensor raises).
+    """
+    rank = tensors[0].rank
+    positions = ctx.i64(np.arange(rank))
+    k = ctx.cast(axis, INT64)
+    k = ctx.add("where", [ctx.add("lt", [k, ctx.scalar(0, INT64)]), ctx.add("add", [k, ctx.scalar(rank, INT64)]), k])
+    before, at, after = (ctx.add(op, [positions, k]) for op in ("lt", "eq", "gt"))
+    one, zero = ctx.scalar(1, INT64), ctx.scalar(0, INT64)
+    pieces, lengths = [], []
+    for t in tensors:
+        shape = shape_of(ctx, t)
+        outer = ctx.add("reduce_prod", [ctx.add("where", [before, shape, one])], {"axes": [0], "keepdims": True})
+        length = ctx.add("reduce_sum", [ctx.add("where", [at, shape, zero])], {"axes": [0], "keepdims": True})
+        inner = ctx.add("reduce_prod", [ctx.add("where", [after, shape, one])], {"axes": [0], "keepdims": True})
+        pieces.append(ctx.add("reshape", [t, ctx.add("concat", [outer, length, inner], {"axis": 0})]))
+        lengths.append(length)
+    total = lengths[0]
+    for length in lengths[1:]:
+        total = ctx.add("add", [total, length])
+    joined = ctx.add("concat", pieces, {"axis": 1})
+    return ctx.add("reshape", [joined, ctx.add("where", [at, total, shape_of(ctx, tensors[0])])])
 
 
 @lowers(Split)

@@ -9,8 +9,10 @@ place: other modules import the name from here and never test the version.
   mode names in both lines, so ``PYTENSOR_FLAGS=mode=ONNX`` is rejected when
   PyTensor is imported; a ``Mode`` instance is accepted
   (``pytensor.config.mode = ONNX_MODE``).
-- ``Cholesky``, ``SolveTriangular``: ``pytensor.tensor.linalg`` in 3.0
-  (``slinalg`` is deprecated there), ``pytensor.tensor.slinalg`` in 2.38.
+- ``Cholesky``, ``SolveTriangular``, ``Solve``, ``CholeskySolve``,
+  ``MatrixInverse``, ``Det``, ``SLogDet``: ``pytensor.tensor.linalg`` in 3.0
+  (``slinalg``/``nlinalg`` are deprecated there), ``pytensor.tensor.slinalg``
+  and ``nlinalg`` in 2.38.
 - ``SoftmaxGrad`` (2.38 only; 3.0's symbolic Softmax differentiates itself),
   ``Iv`` (2.38 only), ``XlogX``/``XlogY0`` (2.38 only; 3.0 builds xlogx from a
   switch): None where the line lacks them.
@@ -34,9 +36,11 @@ IS_PYTENSOR_3 = PYTENSOR_VERSION >= (3, 0)
 SCAN_PREALLOC_TAG = "scan_reduce_trace_prealloc" if IS_PYTENSOR_3 else "scan_save_mem_prealloc"
 
 if IS_PYTENSOR_3:
-    from pytensor.tensor.linalg import Cholesky, SolveTriangular
+    from pytensor.tensor.linalg import (Cholesky, CholeskySolve, Det, MatrixInverse, SLogDet, Solve,
+                                        SolveTriangular)
 else:
-    from pytensor.tensor.slinalg import Cholesky, SolveTriangular
+    from pytensor.tensor.nlinalg import Det, MatrixInverse, SLogDet
+    from pytensor.tensor.slinalg import Cholesky, CholeskySolve, Solve, SolveTriangular
 
 SoftmaxGrad = getattr(_special, "SoftmaxGrad", None)
 Iv = getattr(_scalar_math, "Iv", None)
@@ -63,5 +67,6 @@ def inner_graph(op):
     return getattr(op, "fgraph", None)
 
 
-__all__ = ["Cholesky", "IS_PYTENSOR_3", "Iv", "PYTENSOR_VERSION", "SCAN_PREALLOC_TAG", "SoftmaxGrad",
-           "SolveTriangular", "XlogX", "XlogY0", "inner_graph", "scalar_op_key"]
+__all__ = ["Cholesky", "CholeskySolve", "Det", "IS_PYTENSOR_3", "Iv", "MatrixInverse", "PYTENSOR_VERSION",
+           "SCAN_PREALLOC_TAG", "SLogDet", "SoftmaxGrad", "Solve", "SolveTriangular", "XlogX", "XlogY0",
+           "inner_graph", "scalar_op_key"]

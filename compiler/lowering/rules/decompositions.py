@@ -37,17 +37,16 @@ from compiler.lowering.compat import Cholesky, SolveTriangular
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
+from compiler.lowering.rules.matrix_loops import cholesky_loop, triangular_loop
 from ir import Value
 
 UNROLL_LIMIT = 32  # largest static matrix size unrolled (the ONNX Loop form is not written yet)
 
 
-def _size(x: Value, what: str) -> int:
+def _unrolled_size(x: Value) -> int | None:
+    """The static matrix size when the unrolled form applies (1..``UNROLL_LIMIT``), else None."""
     n = x.shape[-1]
-    if not isinstance(n, int) or n > UNROLL_LIMIT or n < 1:
-        raise Unsupported(f"{what} of a matrix of size {n}: only static sizes 1..{UNROLL_LIMIT} are "
-                          "lowered (unrolled); the ONNX Loop form is not done yet")
-    return n
+    return n if isinstance(n, int) and 1 <= n <= UNROLL_LIMIT else None
 
 
 def _slice(ctx: LoweringContext, x: Value, axis: int, start: int, stop: int) -> Value:
@@ -75,10 +74,15 @@ def _all(ctx: LoweringContext, conds: list[Value]) -> Value:
 
 def cholesky(ctx: LoweringContext, a: Value, lower: bool) -> Value:
     """The Cholesky factor of ``a`` (float, ``(..., n, n)``, n static),
-    lower or upper, all NaN per matrix where it is not positive definite."""
-    n = _size(a, "Cholesky")
+    lower or upper, all NaN per matrix where it is not positive definite.
+    Unrolled for static n <= ``UNROLL_LIMIT``, else a loop
+    (``matrix_loops.cholesky_loop``)."""
+    n = _unrolled_size(a)
     if not lower:
         a = _mT(ctx, a)  # potrf(upper) reads the upper triangle: U = chol_lower(A.T).T
+    if n is None:
+        factor = cholesky_loop(ctx, a)
+        return factor if lower else _mT(ctx, factor)
     r = a.rank
     rows = np.arange(n)[:, None]
     zero, nan = ctx.scalar(0, a.dtype), ctx.scalar(np.nan, a.dtype)
@@ -98,13 +102,19 @@ def cholesky(ctx: LoweringContext, a: Value, lower: bool) -> Value:
 
 
 def solve_triangular(ctx: LoweringContext, a: Value, b: Value, *, lower: bool, unit_diagonal: bool,
-                     b_ndim: int) -> Value:
-    """``x`` with ``a @ x == b`` for triangular ``a`` (``(..., n, n)``, n
-    static) and ``b`` (``(..., n)`` when ``b_ndim`` is 1, else ``(..., n, k)``),
-    batch dims broadcast; all NaN per system where a diagonal entry is 0."""
-    n = _size(a, "SolveTriangular")
+                     b_ndim: int, nan_if_singular: bool = True) -> Value:
+    """``x`` with ``a @ x == b`` for triangular ``a`` (``(..., n, n)``) and
+    ``b`` (``(..., n)`` when ``b_ndim`` is 1, else ``(..., n, k)``), batch
+    dims broadcast; all NaN per system where a diagonal entry is 0 (unless
+    not ``nan_if_singular``: then the Inf/NaN of the division stay, as in
+    ``potrs``). Unrolled for static n <= ``UNROLL_LIMIT``, else a loop
+    (``matrix_loops.triangular_loop``)."""
+    n = _unrolled_size(a)
     if b_ndim == 1:
         b = ctx.add("unsqueeze", [b], {"axes": [b.rank]})
+    if n is None:
+        x = triangular_loop(ctx, a, b, lower=lower, unit_diagonal=unit_diagonal, nan_if_singular=nan_if_singular)
+        return ctx.add("squeeze", [x], {"axes": [x.rank - 1]}) if b_ndim == 1 else x
     ra, rb = a.rank, b.rank
     rows: dict[int, Value] = {}
     diag_ok = []
@@ -117,7 +127,8 @@ def solve_triangular(ctx: LoweringContext, a: Value, b: Value, *, lower: bool, u
             bi = ctx.add("sub", [bi, ctx.add("matmul", [_slice(ctx, a_row, ra - 1, lo, hi), known])])
         if not unit_diagonal:
             aii = _slice(ctx, a_row, ra - 1, i, i + 1)
-            diag_ok.append(ctx.add("ne", [aii, ctx.scalar(0, a.dtype)]))
+            if nan_if_singular:
+                diag_ok.append(ctx.add("ne", [aii, ctx.scalar(0, a.dtype)]))
             bi = ctx.add("div", [bi, aii])
         rows[i] = bi
     x = _concat(ctx, [rows[i] for i in range(n)], rb - 2)

@@ -106,7 +106,7 @@ def lower_ger(ctx: LoweringContext, node) -> list[Value]:
 
 
 # -- Blockwise -----------------------------------------------------------
-BlockwiseRule = Callable[[LoweringContext, object, list], Value]
+BlockwiseRule = Callable[[LoweringContext, object, list], "Value | tuple[Value, ...]"]
 
 # Core op class -> rule on the batched inputs (one output). Batch dims
 # broadcast as in NumPy gufuncs, which is what Blockwise does.
@@ -135,4 +135,5 @@ def lower_blockwise(ctx: LoweringContext, node) -> list[Value]:
         if [v.type.ndim for v in node.inputs] == core_ndims:
             return core_rule(ctx, core.make_node(*node.inputs))  # no batch dims: the core op itself
         return lower_blockwise_loop(ctx, node)
-    return [rule(ctx, node, [ctx.get(v) for v in node.inputs])]
+    out = rule(ctx, node, [ctx.get(v) for v in node.inputs])
+    return list(out) if isinstance(out, tuple) else [out]

@@ -99,7 +99,39 @@ def test_extract_diag(offset, axes):
     check_pytensor([x], [pt.diagonal(x, offset, *axes)], [RNG.normal(size=(4, 5, 3))])
 
 
-def test_dynamic_size_is_reported():
-    x = pt.matrix("a")
-    with pytest.raises(UnsupportedOpsError, match="only static sizes"):
-        compile_to_onnx([x], outputs=[pt.linalg.cholesky(x)])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("n, static", [(5, False), (40, True)])
+def test_cholesky_loop_form(lower, n, static):
+    """Dynamic sizes and sizes over UNROLL_LIMIT: the loop form, batched,
+    reading one triangle (an Inf in the other), NaN where not positive definite."""
+    x = pt.tensor3("a", shape=(3, n, n) if static else (None, None, None))
+    compiled = compile_to_onnx([x], outputs=[pt.linalg.cholesky(x, lower=lower)])
+    assert compiled.ir.contains_op("loop") == (not static)  # a static 40 is unrolled by scan-unroll
+    a = spd(n, 1e4, batch=(3,))
+    a[1, n - 1, n - 1] = -1.0
+    unread = np.triu(np.ones((n, n), bool), 1) if lower else np.tril(np.ones((n, n), bool), -1)
+    (got,) = compiled.run(np.where(unread, np.inf, a))
+    for k in (0, 2):
+        want = scipy.linalg.cholesky(a[k], lower=lower)
+        np.testing.assert_allclose(got[k], want, rtol=1e-10, atol=1e-12 * np.abs(want).max())
+    assert np.isnan(got[1]).all()
+
+
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("unit", [False, True])
+@pytest.mark.parametrize("b_ndim", [1, 2])
+def test_solve_triangular_loop_form(lower, unit, b_ndim):
+    n = 6
+    a = RNG.normal(size=(n, n)) + 4 * np.eye(n)
+    unread = np.triu(np.ones((n, n), bool), 1) if lower else np.tril(np.ones((n, n), bool), -1)
+    given = np.where(unread, np.inf, a)
+    b = RNG.normal(size=(2, n) if b_ndim == 1 else (2, n, 3))
+    x = pt.dmatrix("a")
+    y = pt.dmatrix("b") if b_ndim == 1 else pt.dtensor3("b")
+    out = pt.linalg.solve_triangular(x, y, lower=lower, unit_diagonal=unit, b_ndim=b_ndim)
+    compiled = check_pytensor([x, y], [out], [given, b], rtol=1e-12)
+    assert compiled.ir.contains_op("loop")
+    singular = given.copy()
+    singular[2, 2] = 0.0
+    (got,) = compiled.run(singular, b)
+    assert np.isnan(got).all() != unit

@@ -115,9 +115,3 @@ def test_ger(dtype):
     A_value[0, 0] = np.nan  # Ger reads A whatever alpha is
     check_pytensor([A, alpha, x, y], [ger(A, alpha, x, y), ger(A, _const(1.0, dtype), x, y)],
                    [A_value, np.array(0.5, dtype=dtype), data((3,), dtype), data((4,), dtype)])
-
-
-def test_blockwise_of_other_core_ops_is_unsupported():
-    a = pt.dtensor3("a")
-    with pytest.raises(UnsupportedOpsError, match="Cholesky"):
-        compile_to_onnx([a], outputs=[pt.linalg.cholesky(a)])

@@ -8,7 +8,6 @@ import pytest
 import scipy.linalg
 
 from compiler import compile_to_onnx
-from compiler.errors import UnsupportedOpsError
 from tests.helpers import check_pytensor
 
 RNG = np.random.default_rng(0)

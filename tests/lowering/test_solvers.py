@@ -66,7 +66,8 @@ def only_triangle(a, lower):
 
 def test_solve_checked_against_pytensor_float32_and_gradient():
     a, b = matrix("a", 4, "float32"), pt.vector("b", dtype="float32", shape=(4,))
-    check_pytensor([a, b], [pt.linalg.solve(a, b)], [general(4).astype(np.float32), RNG.normal(size=4).astype(np.float32)],
+    values = [general(4).astype(np.float32), RNG.normal(size=4).astype(np.float32)]
+    check_pytensor([a, b], [pt.linalg.solve(a, b)], values,
                    rtol=1e-5)
     a64, b64 = matrix("a", 4), pt.dvector("b")
     cost = (pt.linalg.solve(a64, b64) ** 2).sum()
@@ -141,7 +142,8 @@ def test_batched_blockwise_broadcasts():
     a = pt.tensor("a", dtype="float64", shape=(2, 1, 4, 4))
     b = pt.tensor("b", dtype="float64", shape=(3, 4))
     c = pt.tensor("c", dtype="float64", shape=(None, None, None))
-    outs = [pt.linalg.solve(a, b, b_ndim=1), pt.linalg.solve(a, b, assume_a="pos", b_ndim=1), pt.linalg.det(a), pt.linalg.inv(c),
+    outs = [pt.linalg.solve(a, b, b_ndim=1), pt.linalg.solve(a, b, assume_a="pos", b_ndim=1), pt.linalg.det(a),
+            pt.linalg.inv(c),
             *pt.linalg.slogdet(c)]
     values = [spd(4, 20.0, batch=(2, 1)), RNG.normal(size=(3, 4)), general(3, 20.0, batch=(5,))]
     check_pytensor([a, b, c], outs, values, rtol=1e-11)

@@ -2,11 +2,12 @@
 use: ``Cholesky``, ``SolveTriangular``, ``ExtractDiag``, and their
 ``Blockwise`` batched forms (``pytensor.tensor.slinalg`` / ``basic``).
 
-ONNX has none of them, so each is an exact algorithm built from IR ops,
-unrolled over the matrix size (which must be static, at most
-``UNROLL_LIMIT``): every step works on whole columns or rows with
-``slice``/``matmul``/``concat``, so batch dims broadcast for free and the
-node count grows with n (not n^3).
+ONNX has none of them, so each is an exact algorithm built from IR ops.
+For a static matrix size of at most ``UNROLL_LIMIT`` it is unrolled: every
+step works on whole columns or rows with ``slice``/``matmul``/``concat``,
+so batch dims broadcast for free and the node count grows with n (not
+n^3). Dynamic and larger sizes use the loop forms of ``matrix_loops.py``
+(one ONNX Loop, the same algorithms on masked full matrices).
 
 - Cholesky: the column-by-column (Crout) algorithm of LAPACK's unblocked
   ``potf2``: ``v = A[:, j] - L[:, :j] @ L[j, :j]``, ``L[j, j] = sqrt(v[j])``,
@@ -54,7 +55,7 @@ def _slice(ctx: LoweringContext, x: Value, axis: int, start: int, stop: int) -> 
     return ctx.add("slice", [x, ctx.i64([start]), ctx.i64([stop]), ctx.i64([1])], {"axes": [axis]})
 
 
-def _mT(ctx: LoweringContext, x: Value) -> Value:
+def matrix_transpose(ctx: LoweringContext, x: Value) -> Value:
     """Transpose of the last two axes."""
     perm = list(range(x.rank))
     perm[-2], perm[-1] = perm[-1], perm[-2]
@@ -79,10 +80,10 @@ def cholesky(ctx: LoweringContext, a: Value, lower: bool) -> Value:
     (``matrix_loops.cholesky_loop``)."""
     n = _unrolled_size(a)
     if not lower:
-        a = _mT(ctx, a)  # potrf(upper) reads the upper triangle: U = chol_lower(A.T).T
+        a = matrix_transpose(ctx, a)  # potrf(upper) reads the upper triangle: U = chol_lower(A.T).T
     if n is None:
         factor = cholesky_loop(ctx, a)
-        return factor if lower else _mT(ctx, factor)
+        return factor if lower else matrix_transpose(ctx, factor)
     r = a.rank
     rows = np.arange(n)[:, None]
     zero, nan = ctx.scalar(0, a.dtype), ctx.scalar(np.nan, a.dtype)
@@ -91,14 +92,15 @@ def cholesky(ctx: LoweringContext, a: Value, lower: bool) -> Value:
         v = _slice(ctx, a, r - 1, j, j + 1)  # (..., n, 1)
         if j:
             done = _concat(ctx, cols, r - 1)  # (..., n, j)
-            v = ctx.add("sub", [v, ctx.add("matmul", [done, _mT(ctx, _slice(ctx, done, r - 2, j, j + 1))])])
+            row_j = matrix_transpose(ctx, _slice(ctx, done, r - 2, j, j + 1))
+            v = ctx.add("sub", [v, ctx.add("matmul", [done, row_j])])
         d = _slice(ctx, v, r - 2, j, j + 1)  # (..., 1, 1)
         ljj = ctx.add("sqrt", [d])
         pivots_ok.append(ctx.add("gt", [d, zero]))
         below = ctx.add("where", [ctx.const(rows > j), ctx.add("div", [v, ljj]), zero])
         cols.append(ctx.add("where", [ctx.const(rows == j), ljj, below]))
     factor = ctx.add("where", [_all(ctx, pivots_ok), _concat(ctx, cols, r - 1), nan])
-    return factor if lower else _mT(ctx, factor)
+    return factor if lower else matrix_transpose(ctx, factor)
 
 
 def solve_triangular(ctx: LoweringContext, a: Value, b: Value, *, lower: bool, unit_diagonal: bool,
@@ -139,7 +141,12 @@ def solve_triangular(ctx: LoweringContext, a: Value, b: Value, *, lower: bool, u
     return x
 
 
-def _float_args(ctx: LoweringContext, node, args: list[Value]) -> list[Value]:
+def float_args(ctx: LoweringContext, node, args: list[Value]) -> list[Value]:
+    """``args`` cast to the float dtype of ``node``'s result.
+
+    Raises:
+        Unsupported: an integer or bool result dtype.
+    """
     dtype = ir_dtype(node.outputs[0])
     if not dtype.is_float:
         raise Unsupported(f"{node.op} with a {dtype} result")
@@ -147,13 +154,13 @@ def _float_args(ctx: LoweringContext, node, args: list[Value]) -> list[Value]:
 
 
 def _cholesky_rule(ctx: LoweringContext, node, args: list[Value]) -> Value:
-    (a,) = _float_args(ctx, node, args)
+    (a,) = float_args(ctx, node, args)
     op = getattr(node.op, "core_op", node.op)
     return cholesky(ctx, a, op.lower)
 
 
 def _solve_triangular_rule(ctx: LoweringContext, node, args: list[Value]) -> Value:
-    a, b = _float_args(ctx, node, args)
+    a, b = float_args(ctx, node, args)
     op = getattr(node.op, "core_op", node.op)
     return solve_triangular(ctx, a, b, lower=op.lower, unit_diagonal=op.unit_diagonal, b_ndim=op.b_ndim)
 
@@ -165,11 +172,12 @@ BLOCKWISE_RULES[SolveTriangular] = _solve_triangular_rule
 @lowers(Cholesky)
 def lower_cholesky(ctx: LoweringContext, node) -> list[Value]:
     """``Cholesky{lower}(A)`` (``pytensor.tensor.slinalg``; LAPACK ``potrf``):
-    a float ``(n, n)`` matrix with static n <= ``UNROLL_LIMIT``; returns the
-    triangular factor, all NaN when A is not positive definite.
+    a float ``(n, n)`` matrix of any size (unrolled up to ``UNROLL_LIMIT``,
+    else a loop); returns the triangular factor, all NaN when A is not
+    positive definite (PyTensor's ``perform`` when ``potrf`` fails).
 
     Raises:
-        Unsupported: a dynamic or larger n.
+        Unsupported: an integer result dtype.
     """
     return [_cholesky_rule(ctx, node, [ctx.get(node.inputs[0])])]
 
@@ -178,10 +186,11 @@ def lower_cholesky(ctx: LoweringContext, node) -> list[Value]:
 def lower_solve_triangular(ctx: LoweringContext, node) -> list[Value]:
     """``SolveTriangular{lower, unit_diagonal, b_ndim}(A, b)``
     (``pytensor.tensor.slinalg``; LAPACK ``trtrs``): substitution through
-    A's triangle; all NaN when A has a zero diagonal entry.
+    A's triangle, any size (unrolled up to ``UNROLL_LIMIT``, else a loop);
+    all NaN when A has a zero diagonal entry.
 
     Raises:
-        Unsupported: a dynamic or larger n.
+        Unsupported: an integer result dtype.
     """
     return [_solve_triangular_rule(ctx, node, [ctx.get(v) for v in node.inputs])]
 

@@ -212,9 +212,9 @@ def lu_loop(ctx: LoweringContext, a: Value, rhs: Value | None = None) -> tuple[V
         col = unsq(c, column(c, M, j), M.rank - 1)  # (..., n, 1)
         # getf2: multiply by 1/pivot when |pivot| >= sfmin, divide when smaller, keep when 0
         tiny = c.scalar(np.finfo(M.dtype.numpy).tiny, M.dtype)
+        divided = c.add("where", [c.add("ne", [piv, c.scalar(0, M.dtype)]), c.add("div", [col, piv]), col])
         scaled = c.add("where", [c.add("ge", [c.add("abs", [piv]), tiny]),
-                                 c.add("mul", [col, c.add("reciprocal", [piv])]),
-                                 c.add("where", [c.add("ne", [piv, c.scalar(0, M.dtype)]), c.add("div", [col, piv]), col])])
+                                 c.add("mul", [col, c.add("reciprocal", [piv])]), divided])
         l = c.add("where", [below, scaled, c.scalar(0, M.dtype)])  # (..., n, 1)
         right = c.add("gt", [r, j])  # (n,) columns after j
         trailing = c.add("and", [below, right])

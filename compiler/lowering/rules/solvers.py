@@ -36,24 +36,16 @@ ill-conditioned ones.
 
 from __future__ import annotations
 
-import numpy as np
 
 from compiler.errors import Unsupported
 from compiler.lowering.compat import CholeskySolve, Det, MatrixInverse, SLogDet, Solve
-from compiler.lowering.context import LoweringContext, ir_dtype
+from compiler.lowering.context import LoweringContext
 from compiler.lowering.registry import find_in_mro, lowers
-from compiler.lowering.rules.decompositions import cholesky, solve_triangular
+from compiler.lowering.rules.decompositions import cholesky, float_args, matrix_transpose, solve_triangular
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
 from compiler.lowering.rules.matrix_loops import broadcast_batch, diagonal, lu_loop, positions, unsq
 from compiler.lowering.rules.scalar_ops import shape_of
 from ir import DType, Value
-
-
-def _float_args(ctx: LoweringContext, node, args: list[Value]) -> list[Value]:
-    dtype = ir_dtype(node.outputs[0])
-    if not dtype.is_float:
-        raise Unsupported(f"{node.op} with a {dtype} result")
-    return [ctx.cast(x, dtype) for x in args]
 
 
 def _core(node):
@@ -73,9 +65,7 @@ def _symmetric(ctx: LoweringContext, a: Value, lower: bool) -> Value:
     rows = positions(ctx, a)
     r, c = unsq(ctx, rows, 1), rows
     keep = ctx.add("ge" if lower else "le", [r, c])
-    perm = list(range(a.rank))
-    perm[-2], perm[-1] = perm[-1], perm[-2]
-    return ctx.add("where", [keep, a, ctx.add("transpose", [a], {"perm": perm})])
+    return ctx.add("where", [keep, a, matrix_transpose(ctx, a)])
 
 
 def lu_solve(ctx: LoweringContext, a: Value, b: Value) -> Value:
@@ -89,25 +79,19 @@ def lu_solve(ctx: LoweringContext, a: Value, b: Value) -> Value:
 def spd_solve(ctx: LoweringContext, a: Value, b: Value, lower: bool) -> Value:
     """``posv``: Cholesky of ``a``'s ``lower`` triangle, then two triangular
     solves; NaN where ``a`` is not positive definite."""
-    factor = cholesky(ctx, a, lower=True) if lower else _mT(ctx, cholesky(ctx, a, lower=False))
+    factor = cholesky(ctx, a, lower=True) if lower else matrix_transpose(ctx, cholesky(ctx, a, lower=False))
     return _cho_solve(ctx, factor, b, lower=True)
-
-
-def _mT(ctx: LoweringContext, x: Value) -> Value:
-    perm = list(range(x.rank))
-    perm[-2], perm[-1] = perm[-1], perm[-2]
-    return ctx.add("transpose", [x], {"perm": perm})
 
 
 def _cho_solve(ctx: LoweringContext, c: Value, b: Value, lower: bool) -> Value:
     """``potrs``: ``L L^T x = b`` (``lower``) or ``U^T U x = b``."""
-    first, second = (c, _mT(ctx, c)) if lower else (_mT(ctx, c), c)
+    first, second = (c, matrix_transpose(ctx, c)) if lower else (matrix_transpose(ctx, c), c)
     y = solve_triangular(ctx, first, b, lower=True, unit_diagonal=False, b_ndim=2, nan_if_singular=False)
     return solve_triangular(ctx, second, y, lower=False, unit_diagonal=False, b_ndim=2, nan_if_singular=False)
 
 
 def _solve_rule(ctx: LoweringContext, node, args: list[Value]) -> Value:
-    a, b = _float_args(ctx, node, args)
+    a, b = float_args(ctx, node, args)
     op = _core(node)
     b = _as_matrix_rhs(ctx, b, op.b_ndim)
     if op.assume_a == "gen":
@@ -122,14 +106,14 @@ def _solve_rule(ctx: LoweringContext, node, args: list[Value]) -> Value:
 
 
 def _cholesky_solve_rule(ctx: LoweringContext, node, args: list[Value]) -> Value:
-    c, b = _float_args(ctx, node, args)
+    c, b = float_args(ctx, node, args)
     op = _core(node)
     x = _cho_solve(ctx, c, _as_matrix_rhs(ctx, b, op.b_ndim), op.lower)
     return _from_matrix_rhs(ctx, x, op.b_ndim)
 
 
 def _inverse_rule(ctx: LoweringContext, node, args: list[Value]) -> Value:
-    (a,) = _float_args(ctx, node, args)
+    (a,) = float_args(ctx, node, args)
     rows = positions(ctx, a)
     eye = ctx.cast(ctx.add("eq", [unsq(ctx, rows, 1), rows]), a.dtype)
     return lu_solve(ctx, a, ctx.add("expand", [eye, shape_of(ctx, a)]))
@@ -152,13 +136,13 @@ def _slogdet(ctx: LoweringContext, a: Value) -> tuple[Value, Value]:
 
 
 def _det_rule(ctx: LoweringContext, node, args: list[Value]) -> Value:
-    (a,) = _float_args(ctx, node, args)
+    (a,) = float_args(ctx, node, args)
     sign, logdet = _slogdet(ctx, a)
     return ctx.add("mul", [sign, ctx.add("exp", [logdet])])
 
 
 def _slogdet_rule(ctx: LoweringContext, node, args: list[Value]) -> tuple[Value, Value]:
-    (a,) = _float_args(ctx, node, args)
+    (a,) = float_args(ctx, node, args)
     return _slogdet(ctx, a)
 
 

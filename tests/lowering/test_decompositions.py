@@ -93,9 +93,16 @@ def test_cholesky_gradient_through_solves():
 
 
 @pytest.mark.parametrize("offset, axes", [(0, (0, 1)), (1, (0, 1)), (-2, (1, 0)), (0, (1, 2)), (1, (2, 0))])
-def test_extract_diag(offset, axes):
-    x = pt.tensor3("x", shape=(4, 5, 3))
+@pytest.mark.parametrize("static", [True, False])
+def test_extract_diag(offset, axes, static):
+    x = pt.tensor3("x", shape=(4, 5, 3) if static else (None, None, None))
     check_pytensor([x], [pt.diagonal(x, offset, *axes)], [RNG.normal(size=(4, 5, 3))])
+
+
+def test_extract_diag_long_empty_and_int():
+    x, i = pt.dmatrix("x", shape=(40, 40)), pt.lmatrix("i")
+    outs = [pt.diagonal(x), pt.diagonal(x, 41), pt.diagonal(i, -1)]
+    check_pytensor([x, i], outs, [RNG.normal(size=(40, 40)), np.arange(12).reshape(3, 4)])
 
 
 @pytest.mark.parametrize("lower", [True, False])

@@ -39,7 +39,8 @@ from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
 from compiler.lowering.rules.matrix_loops import cholesky_loop, triangular_loop
-from ir import Value
+from compiler.lowering.rules.scalar_ops import shape_of
+from ir import DType, Value
 
 UNROLL_LIMIT = 32  # largest static matrix size unrolled (the ONNX Loop form is not written yet)
 
@@ -198,27 +199,32 @@ def lower_solve_triangular(ctx: LoweringContext, node) -> list[Value]:
 @lowers(ExtractDiag)
 def lower_extract_diag(ctx: LoweringContext, node) -> list[Value]:
     """``ExtractDiag{offset, axis1, axis2}(x)`` = ``np.diagonal(x, offset,
-    axis1, axis2)``: the other axes in order, then the diagonal; one slice per
-    diagonal element.
-
-    Raises:
-        Unsupported: ``axis1``/``axis2`` dims not static, or a diagonal longer
-            than ``UNROLL_LIMIT`` or empty.
+    axis1, axis2)``: the other axes in order, then the diagonal. Any dtype
+    and size (static or not): the two axes are moved to the front, one
+    ``gather_nd`` at ``(k + max(0, -offset), k + max(0, offset))`` for ``k``
+    in ``range(length)`` reads the diagonal (exact, a copy), and the diagonal
+    axis is moved last.
     """
     op = node.op
     x = ctx.get(node.inputs[0])
     a1, a2 = op.axis1 % x.rank, op.axis2 % x.rank
     rest = [i for i in range(x.rank) if i not in (a1, a2)]
-    if rest + [a1, a2] != list(range(x.rank)):
-        x = ctx.add("transpose", [x], {"perm": rest + [a1, a2]})
-    n, m = x.shape[-2], x.shape[-1]
-    if not (isinstance(n, int) and isinstance(m, int)):
-        raise Unsupported("ExtractDiag of axes whose sizes are not static")
+    if [a1, a2] + rest != list(range(x.rank)):
+        x = ctx.add("transpose", [x], {"perm": [a1, a2] + rest})
     r0, c0 = max(0, -op.offset), max(0, op.offset)
-    length = max(0, min(n - r0, m - c0))
-    if not 1 <= length <= UNROLL_LIMIT:
-        raise Unsupported(f"ExtractDiag of a diagonal of length {length} (lowered for 1..{UNROLL_LIMIT})")
-    r = x.rank
-    parts = [ctx.add("squeeze", [_slice(ctx, _slice(ctx, x, r - 2, r0 + k, r0 + k + 1), r - 1, c0 + k, c0 + k + 1)],
-                     {"axes": [r - 2]}) for k in range(length)]
-    return [_concat(ctx, parts, r - 2)]
+    n, m = x.shape[0], x.shape[1]
+    i64 = DType.INT64
+    if isinstance(n, int) and isinstance(m, int):
+        length = ctx.scalar(max(0, min(n - r0, m - c0)), i64)
+    else:
+        shape = shape_of(ctx, x)
+        n, m = (ctx.add("gather", [shape, ctx.scalar(k, i64)], {"axis": 0}) for k in (0, 1))
+        length = ctx.add("maximum", [ctx.scalar(0, i64), ctx.add("minimum", [
+            ctx.add("sub", [n, ctx.scalar(r0, i64)]), ctx.add("sub", [m, ctx.scalar(c0, i64)])])])
+    k = ctx.add("unsqueeze", [ctx.add("range", [ctx.scalar(0, i64), length, ctx.scalar(1, i64)])], {"axes": [1]})
+    index = ctx.add("concat", [ctx.add("add", [k, ctx.scalar(r0, i64)]), ctx.add("add", [k, ctx.scalar(c0, i64)])],
+                    {"axis": 1})  # (length, 2)
+    diag = ctx.add("gather_nd", [x, index])  # (length, *rest)
+    if diag.rank == 1:
+        return [diag]
+    return [ctx.add("transpose", [diag], {"perm": list(range(1, diag.rank)) + [0]})]

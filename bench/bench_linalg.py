@@ -1,6 +1,6 @@
 """Linear-algebra benchmark: where the unrolled forms of ``Cholesky`` and
 ``SolveTriangular`` stop paying (``compiler/lowering/rules/decompositions.py:
-UNROLL_LIMIT``), and what the loop forms of ``matrix_loops.py`` cost.
+UNROLL_LIMITS``), and what the loop forms of ``matrix_loops.py`` cost.
 
 Per op and matrix size n, three forms of the same PyTensor graph:
 
@@ -50,13 +50,13 @@ OPS = {
 
 @contextlib.contextmanager
 def unroll_limit(limit: int):
-    """``decompositions.UNROLL_LIMIT`` set to ``limit`` while compiling."""
-    saved = decompositions.UNROLL_LIMIT
-    decompositions.UNROLL_LIMIT = limit
+    """Every entry of ``decompositions.UNROLL_LIMITS`` set to ``limit`` while compiling."""
+    saved = dict(decompositions.UNROLL_LIMITS)
+    decompositions.UNROLL_LIMITS.update({op: limit for op in saved})
     try:
         yield
     finally:
-        decompositions.UNROLL_LIMIT = saved
+        decompositions.UNROLL_LIMITS.update(saved)
 
 
 def measure(op: str, form: str, n: int, batch: int, runs: int) -> dict:

@@ -3,7 +3,7 @@ use: ``Cholesky``, ``SolveTriangular``, ``ExtractDiag``, and their
 ``Blockwise`` batched forms (``pytensor.tensor.slinalg`` / ``basic``).
 
 ONNX has none of them, so each is an exact algorithm built from IR ops.
-For a static matrix size of at most ``UNROLL_LIMIT`` it is unrolled: every
+For a static matrix size of at most ``UNROLL_LIMITS[op]`` it is unrolled: every
 step works on whole columns or rows with ``slice``/``matmul``/``concat``,
 so batch dims broadcast for free and the node count grows with n (not
 n^3). Dynamic and larger sizes use the loop forms of ``matrix_loops.py``
@@ -42,13 +42,20 @@ from compiler.lowering.rules.matrix_loops import cholesky_loop, triangular_loop
 from compiler.lowering.rules.scalar_ops import shape_of
 from ir import DType, Value
 
-UNROLL_LIMIT = 32  # largest static matrix size unrolled (the ONNX Loop form is not written yet)
+# Largest static matrix size unrolled; larger and dynamic sizes use the loop
+# form. Chosen from bench/bench_linalg.py (bench/README): the unrolled
+# Cholesky is faster than the loop at every size measured up to 64 (1.2x for
+# one matrix, 2.7x for a batch of 64 at n=64) and equal at 128 for one matrix,
+# where it costs 1,659 ONNX nodes; the unrolled triangular solve stops paying
+# between 32 and 64 (equal at 64 for one system, the loop 1.2x faster for 64).
+UNROLL_LIMITS = {"Cholesky": 64, "SolveTriangular": 32}
 
 
-def _unrolled_size(x: Value) -> int | None:
-    """The static matrix size when the unrolled form applies (1..``UNROLL_LIMIT``), else None."""
+def _unrolled_size(x: Value, op: str) -> int | None:
+    """The static matrix size when the unrolled form of ``op`` applies
+    (1..``UNROLL_LIMITS[op]``), else None."""
     n = x.shape[-1]
-    return n if isinstance(n, int) and 1 <= n <= UNROLL_LIMIT else None
+    return n if isinstance(n, int) and 1 <= n <= UNROLL_LIMITS[op] else None
 
 
 def _slice(ctx: LoweringContext, x: Value, axis: int, start: int, stop: int) -> Value:
@@ -77,9 +84,9 @@ def _all(ctx: LoweringContext, conds: list[Value]) -> Value:
 def cholesky(ctx: LoweringContext, a: Value, lower: bool) -> Value:
     """The Cholesky factor of ``a`` (float, ``(..., n, n)``, n static),
     lower or upper, all NaN per matrix where it is not positive definite.
-    Unrolled for static n <= ``UNROLL_LIMIT``, else a loop
+    Unrolled for static n <= ``UNROLL_LIMITS["Cholesky"]``, else a loop
     (``matrix_loops.cholesky_loop``)."""
-    n = _unrolled_size(a)
+    n = _unrolled_size(a, "Cholesky")
     if not lower:
         a = matrix_transpose(ctx, a)  # potrf(upper) reads the upper triangle: U = chol_lower(A.T).T
     if n is None:
@@ -110,9 +117,9 @@ def solve_triangular(ctx: LoweringContext, a: Value, b: Value, *, lower: bool, u
     ``b`` (``(..., n)`` when ``b_ndim`` is 1, else ``(..., n, k)``), batch
     dims broadcast; all NaN per system where a diagonal entry is 0 (unless
     not ``nan_if_singular``: then the Inf/NaN of the division stay, as in
-    ``potrs``). Unrolled for static n <= ``UNROLL_LIMIT``, else a loop
-    (``matrix_loops.triangular_loop``)."""
-    n = _unrolled_size(a)
+    ``potrs``). Unrolled for static n <= ``UNROLL_LIMITS["SolveTriangular"]``,
+    else a loop (``matrix_loops.triangular_loop``)."""
+    n = _unrolled_size(a, "SolveTriangular")
     if b_ndim == 1:
         b = ctx.add("unsqueeze", [b], {"axes": [b.rank]})
     if n is None:
@@ -173,7 +180,7 @@ BLOCKWISE_RULES[SolveTriangular] = _solve_triangular_rule
 @lowers(Cholesky)
 def lower_cholesky(ctx: LoweringContext, node) -> list[Value]:
     """``Cholesky{lower}(A)`` (``pytensor.tensor.slinalg``; LAPACK ``potrf``):
-    a float ``(n, n)`` matrix of any size (unrolled up to ``UNROLL_LIMIT``,
+    a float ``(n, n)`` matrix of any size (unrolled up to ``UNROLL_LIMITS``,
     else a loop); returns the triangular factor, all NaN when A is not
     positive definite (PyTensor's ``perform`` when ``potrf`` fails).
 
@@ -187,7 +194,7 @@ def lower_cholesky(ctx: LoweringContext, node) -> list[Value]:
 def lower_solve_triangular(ctx: LoweringContext, node) -> list[Value]:
     """``SolveTriangular{lower, unit_diagonal, b_ndim}(A, b)``
     (``pytensor.tensor.slinalg``; LAPACK ``trtrs``): substitution through
-    A's triangle, any size (unrolled up to ``UNROLL_LIMIT``, else a loop);
+    A's triangle, any size (unrolled up to ``UNROLL_LIMITS``, else a loop);
     all NaN when A has a zero diagonal entry.
 
     Raises:

@@ -9,7 +9,9 @@ Every step works on the full ``(..., n, n)`` matrix with masks built from
 ONNX Loop requires), so batch dims broadcast for free. Rows and columns are
 selected with ``gather`` at ``j`` or, for a row index that differs per batch
 element (a pivot), with ``where(onehot, x, -0.0)`` summed over the axis:
-``x + (-0.0) == x`` for every x, -0.0 included, so the selection is exact.
+``x + (-0.0) == x`` for every x, so the selection is exact, except that
+onnxruntime's ``ReduceSum`` starts from +0.0 and so returns a -0.0 entry
+as +0.0 (the sign of a zero in a swapped row; NumPy's sum keeps it).
 Products are only ever formed where a mask keeps them (``where`` after the
 multiply), so an Inf outside the triangle an algorithm reads never turns
 into a NaN inside it.
@@ -102,13 +104,15 @@ def row(ctx: LoweringContext, x: Value, j: Value) -> Value:
 
 def select_row(ctx: LoweringContext, x: Value, onehot: Value) -> Value:
     """The row of ``x`` (``(..., n, m)``) where ``onehot`` (``(..., n, 1)``
-    bool, one true per matrix) holds, exactly (sum with -0.0 elsewhere)."""
+    bool, one true per matrix) holds: a sum with -0.0 elsewhere, exact but
+    for the sign of a zero entry in onnxruntime (module docstring)."""
     neg_zero = ctx.scalar(-0.0, x.dtype) if x.dtype.is_float else ctx.scalar(0, x.dtype)
     return ctx.add("reduce_sum", [ctx.add("where", [onehot, x, neg_zero])], {"axes": [x.rank - 2], "keepdims": False})
 
 
 def diagonal(ctx: LoweringContext, a: Value, rows: Value) -> Value:
-    """``a``'s diagonal (``(..., n)``), exactly (other entries never read)."""
+    """``a``'s diagonal (``(..., n)``) as ``select_row`` reads a row (other
+    entries never reach it, not even a NaN)."""
     eye = ctx.add("eq", [ctx.add("unsqueeze", [rows], {"axes": [1]}), rows])
     neg_zero = ctx.scalar(-0.0, a.dtype)
     return ctx.add("reduce_sum", [ctx.add("where", [eye, a, neg_zero])], {"axes": [a.rank - 1], "keepdims": False})

@@ -1,6 +1,7 @@
 """Lowering rules for PyTensor's shape and data-movement ops: DimShuffle,
 Reshape, Shape, Shape_i, SpecifyShape, Alloc, AllocEmpty, MakeVector, ARange,
-Join, Split, Eye, JoinDims, SplitDims, and the identity-like conversions.
+Join, Split, Eye, JoinDims, SplitDims, Nonzero, Repeat, and the identity-like
+conversions.
 
 Semantics are each Op's ``perform`` (NumPy): ``np.reshape``,
 ``np.broadcast_to``, ``np.arange(..., dtype)``, ``np.concatenate(...,
@@ -12,9 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 from pytensor.compile.ops import DeepCopyOp, ViewOp
-from pytensor.tensor.basic import (ARange, Alloc, AllocEmpty, Eye, Join, MakeVector, ScalarFromTensor, Split,
-                                   TensorFromScalar)
+from pytensor.tensor.basic import (ARange, Alloc, AllocEmpty, Eye, Join, MakeVector, Nonzero, ScalarFromTensor,
+                                   Split, TensorFromScalar)
 from pytensor.tensor.elemwise import DimShuffle
+from pytensor.tensor.extra_ops import Repeat
 from pytensor.tensor.reshape import JoinDims, SplitDims
 from pytensor.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
 
@@ -248,3 +250,45 @@ def _constant_axis(ctx, var, op: str) -> int:
     if const is None:
         raise Unsupported(f"{op} along a symbolic axis (ONNX needs a constant axis)")
     return int(const)
+
+
+@lowers(Nonzero)
+def lower_nonzero(ctx, node):
+    """Nonzero(a): ``np.nonzero(a)``, one int64 vector per axis of ``a``
+    (the rows of the IR ``nonzero``, ONNX NonZero; NaN counts as nonzero,
+    -0.0 as zero). Boolean-mask indexing of compiled functions becomes this."""
+    x = ctx.get(node.inputs[0])
+    nz = ctx.add("nonzero", [x])
+    if x.rank == 1:
+        return [ctx.add("reshape", [nz, ctx.i64([-1])])]
+    rows = ctx.add_multi("split", [nz, ctx.i64([1] * x.rank)], {"axis": 0, "num_outputs": x.rank})
+    return [ctx.add("reshape", [r, ctx.i64([-1])]) for r in rows]
+
+
+@lowers(Repeat)
+def lower_repeat(ctx, node):
+    """Repeat{axis}(x, repeats): ``np.repeat(x, repeats, axis)`` with a vector
+    of counts (one per element along ``axis``, or one for all), as a
+    ``gather`` along ``axis`` of the source index of every output position.
+
+    That index vector is built in O(len + total): a 1 is added at each
+    running total ``cumsum(repeats)[:-1]`` of a zero vector of length
+    ``total + 1`` (``scatter_nd`` add: empty groups stack their marks), and
+    its running sum, cut to ``total``, is the source index. Counts are
+    non-negative (NumPy raises on a negative one; the model does not check).
+    """
+    x = ctx.get(node.inputs[0])
+    axis = node.op.axis % x.rank
+    repeats = ctx.cast(ctx.get(node.inputs[1]), INT64)
+    length = ctx.add("gather", [shape_vector(ctx, x), ctx.i64([axis])], {"axis": 0})
+    repeats = ctx.add("expand", [repeats, length])  # np.repeat broadcasts one count to every element
+    ends = ctx.add("cumsum", [repeats], {"axis": 0})
+    total = ctx.add("reduce_sum", [repeats], {"axes": (0,), "keepdims": True})
+    marks = ctx.add("expand", [ctx.scalar(0, INT64), ctx.add("add", [total, ctx.i64([1])])])
+    starts = ctx.add("slice", [ends, ctx.i64([0]), ctx.i64([-1]), ctx.i64([1])], {"axes": (0,)})
+    ones = ctx.add("expand", [ctx.scalar(1, INT64), ctx.add("shape", [starts])])
+    marks = ctx.add("scatter_nd", [marks, ctx.add("unsqueeze", [starts], {"axes": (1,)}), ones],
+                    {"reduction": "add"})
+    source = ctx.add("slice", [ctx.add("cumsum", [marks], {"axis": 0}), ctx.i64([0]), total, ctx.i64([1])],
+                     {"axes": (0,)})
+    return [ctx.add("gather", [x, source], {"axis": axis})]

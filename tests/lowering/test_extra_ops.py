@@ -1,0 +1,96 @@
+"""``Nonzero`` (also from compiled functions, where boolean-mask indexing
+becomes it), ``Repeat`` with a vector of counts and ``Convolve1d`` (all
+modes), differentially against PyTensor from raw graphs and default-mode
+compiled functions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.tensor.signal import convolve1d
+
+from compiler import compile_to_onnx
+from tests.helpers import assert_same, check_pytensor
+
+RNG = np.random.default_rng(7)
+
+
+def check_function(inputs, outputs, values, ops=()):
+    """The default-mode compiled function and its ONNX model agree exactly;
+    the function's graph holds every op class in ``ops``."""
+    fn = pytensor.function(inputs, outputs)
+    held = {type(n.op).__name__ for n in fn.maker.fgraph.toposort()}
+    assert set(ops) <= held, f"{ops} not in the compiled graph: {held}"
+    want = fn(*values)
+    got = compile_to_onnx(fn).run(*values)
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert_same(g, np.asarray(w), rtol=0, atol=0, what=f"function output {i}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "bool"])
+def test_nonzero(dtype):
+    x = pt.tensor("x", dtype=dtype, shape=(None, None, None))
+    v = RNG.integers(0, 2, (2, 3, 4)).astype(dtype)
+    if dtype.startswith("float"):
+        v[0, 0, :3] = [np.nan, -0.0, np.inf]
+    check_pytensor([x], [*pt.nonzero(x), pt.flatnonzero(x)], [v])
+    y = pt.vector("y", dtype=dtype)
+    check_pytensor([y], [*pt.nonzero(y)], [v.reshape(-1)])
+
+
+def test_mask_indexing_from_compiled_function():
+    x = pt.matrix("x")
+    v = np.array([[0.0, 1.0, np.nan], [-0.0, 2.0, -3.0]])
+    check_function([x], [x[x > 0], pt.flatnonzero(x), *pt.nonzero(x)], [v], ops=("Nonzero",))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_repeat_vector_counts(dtype):
+    x = pt.tensor("x", dtype=dtype, shape=(None, None))
+    r = pt.vector("r", dtype="int64")
+    r8 = pt.vector("r8", dtype="int8")
+    v = RNG.integers(0, 5, (3, 4)).astype(dtype)
+    outs = [pt.repeat(x, r, axis=0), pt.repeat(x, r8, axis=-1), pt.repeat(x, r[:1], axis=1)]
+    check_pytensor([x, r, r8], outs, [v, np.array([2, 0, 3]), np.array([0, 1, 0, 4], np.int8)])
+    # every count zero, and zeros at both ends
+    check_pytensor([x, r, r8], outs, [v, np.array([0, 0, 0]), np.array([0, 0, 0, 0], np.int8)])
+    check_pytensor([x, r, r8], outs, [v, np.array([0, 1, 0]), np.array([0, 0, 2, 0], np.int8)])
+
+
+def test_repeat_from_compiled_function():
+    x = pt.matrix("x")
+    r = pt.vector("r", dtype="int64")
+    check_function([x, r], [pt.repeat(x, r, axis=1) * 2], [RNG.normal(size=(2, 3)), np.array([1, 0, 2])],
+                   ops=("Repeat",))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_convolve1d_modes(dtype):
+    x = pt.tensor("x", dtype=dtype, shape=(None,))
+    k = pt.tensor("k", dtype=dtype, shape=(3,))
+    b = pt.tensor("b", dtype=dtype, shape=(2, None))
+    vals = [(RNG.normal(size=s) * 4).astype(dtype) for s in ((7,), (3,), (2, 5))]
+    outs = [convolve1d(x, k, mode=m) for m in ("full", "valid", "same")] + [convolve1d(b, k, mode="full")]
+    tol = 1e-5 if dtype == "float32" else None
+    check_pytensor([x, k, b], outs, vals, rtol=tol, atol=tol)
+
+
+def test_convolve1d_kernel_longer_than_signal():
+    """``np.convolve``'s valid mode slides the shorter operand."""
+    x = pt.tensor("x", dtype="float32", shape=(None,))
+    k = pt.tensor("k", dtype="float32", shape=(3,))
+    vals = [RNG.normal(size=7).astype("float32"), RNG.normal(size=3).astype("float32")]
+    check_pytensor([x, k], [convolve1d(k, x, mode="valid"), convolve1d(k, x, mode="full")], vals,
+                   rtol=1e-5, atol=1e-5)
+
+
+def test_convolve1d_from_compiled_function():
+    x = pt.vector("x")
+    k = pt.tensor("k", shape=(4,))
+    fn_values = [RNG.normal(size=9), RNG.normal(size=4)]
+    fn = pytensor.function([x, k], [convolve1d(x, k, mode="same"), convolve1d(x, k, mode="full")])
+    want = fn(*fn_values)
+    for g, w in zip(compile_to_onnx(fn).run(*fn_values), want):
+        assert_same(g, w, rtol=1e-12, atol=1e-12, what="convolve1d")

@@ -9,6 +9,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from pytensor.compile.mode import Mode
 from pytensor.tensor.signal import convolve1d
 
 from compiler import compile_to_onnx
@@ -17,10 +18,10 @@ from tests.helpers import assert_same, check_pytensor
 RNG = np.random.default_rng(7)
 
 
-def check_function(inputs, outputs, values, ops=()):
-    """The default-mode compiled function and its ONNX model agree exactly;
-    the function's graph holds every op class in ``ops``."""
-    fn = pytensor.function(inputs, outputs)
+def check_function(inputs, outputs, values, ops=(), mode=None):
+    """The compiled function (default mode unless ``mode``) and its ONNX
+    model agree exactly; the function's graph holds every op class in ``ops``."""
+    fn = pytensor.function(inputs, outputs, mode=mode)
     held = {type(n.op).__name__ for n in fn.maker.fgraph.toposort()}
     assert set(ops) <= held, f"{ops} not in the compiled graph: {held}"
     want = fn(*values)
@@ -94,3 +95,34 @@ def test_convolve1d_from_compiled_function():
     want = fn(*fn_values)
     for g, w in zip(compile_to_onnx(fn).run(*fn_values), want):
         assert_same(g, w, rtol=1e-12, atol=1e-12, what="convolve1d")
+
+
+# -- np.add.at into integer and bool tensors ------------------------------------------
+INDEX = np.array([1, 1, 0, 2, 1])
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int8", "uint8", "int32"])
+def test_add_at_float_into_int_truncates_after_every_add(dtype):
+    """``np.add.at`` casts unsafely after each add: 20 + 0.6 + 0.6 is 20, not
+    21, and -3.9 truncates toward zero."""
+    x, y, i = pt.vector("x", dtype=dtype), pt.vector("y"), pt.vector("i", dtype="int64")
+    values = [np.array([10, 20, 30], dtype), np.array([0.6, 0.6, -1.7, 2.5, -3.9]), INDEX]
+    if dtype == "uint8":
+        values[1] = np.abs(values[1])
+    check_pytensor([x, y, i], [pt.inc_subtensor(x[i], y)], values)
+
+
+def test_add_at_into_bool():
+    """A sum into bool is true where nonzero after each add (True + -1.0 is False)."""
+    x, y, i = pt.vector("x", dtype="bool"), pt.vector("y"), pt.vector("i", dtype="int64")
+    check_pytensor([x, y, i], [pt.inc_subtensor(x[i], y), pt.inc_subtensor(x[i], x[i])],
+                   [np.array([True, False, False]), np.array([-1.0, 1.0, 0.0, 0.5, 0.0]), INDEX])
+
+
+def test_add_at_float_into_int_matrix_and_compiled_function():
+    m, y, i = pt.matrix("m", dtype="int32"), pt.vector("y", dtype="float32"), pt.vector("i", dtype="int64")
+    out = pt.inc_subtensor(m[i, 1:], y[:, None])
+    values = [np.arange(6, dtype=np.int32).reshape(3, 2), np.float32([0.6, 0.6, -2.5]), np.array([1, 1, 2])]
+    check_pytensor([m, y, i], [out], values)
+    # PyTensor 3.0's default Numba function fails on it at run time; its rewritten graph run by Python:
+    check_function([m, y, i], [out], values, mode=Mode(linker="py", optimizer="fast_run"))

@@ -126,3 +126,21 @@ def test_add_at_float_into_int_matrix_and_compiled_function():
     check_pytensor([m, y, i], [out], values)
     # PyTensor 3.0's default Numba function fails on it at run time; its rewritten graph run by Python:
     check_function([m, y, i], [out], values, mode=Mode(linker="py", optimizer="fast_run"))
+
+
+# -- split along an axis known at run time ----------------------------------------------
+@pytest.mark.parametrize("axis", [0, 1, 2, -1, -3])
+def test_split_on_a_symbolic_axis(axis):
+    x, a, s = pt.tensor3("x"), pt.scalar("a", dtype="int64"), pt.vector("s", dtype="int64")
+    v = RNG.normal(size=(2, 3, 4))
+    check_pytensor([x, a, s], pt.split(x, s, n_splits=2, axis=a), [v, np.int64(axis), np.array([1, v.shape[axis] - 1])])
+    i = pt.tensor3("i", dtype="int32")
+    vi = RNG.integers(-9, 9, (2, 3, 4)).astype("int32")
+    check_pytensor([i, a, s], pt.split(i, s, n_splits=3, axis=a), [vi, np.int64(axis),
+                                                                    np.array([0, v.shape[axis], 0])])
+
+
+def test_split_on_a_symbolic_axis_from_compiled_function():
+    x, a = pt.matrix("x"), pt.scalar("a", dtype="int64")
+    check_function([x, a], pt.split(x, [2, 1], n_splits=2, axis=a), [RNG.normal(size=(3, 3)), np.int64(1)],
+                   ops=("Split",))

@@ -179,12 +179,21 @@ def test_join_upcasts():
     check_pytensor([a, b], out, [np.int32([1, -2]), np.float32([0.1, 3e7])])
 
 
-def test_join_and_split_along_symbolic_axis_are_unsupported():
+@pytest.mark.parametrize("value", [0, 1, -1, -2])
+def test_join_and_split_along_a_run_time_axis(value):
     axis = pt.lscalar("axis")
-    outs = [pt.join(axis, x, x), pt.split(x, [1, 2], n_splits=2, axis=axis)[0]]
-    with pytest.raises(UnsupportedOpsError, match="Join along a symbolic axis") as error:
-        compile_to_onnx([x, axis], outputs=outs)
-    assert "Split along a symbolic axis" in str(error.value)
+    m, i = pt.matrix("m"), pt.matrix("i", dtype="int32")
+    sizes = [1, 1]
+    check_pytensor([m, axis], [*pt.split(m, sizes, n_splits=2, axis=axis), pt.join(axis, m, m * 2, m)],
+                   [data((2, 2)), np.int64(value)])
+    check_pytensor([i, axis], [pt.join(axis, i, i[::-1])], [data((3, 2), "int32"), np.int64(value)])
+
+
+def test_join_along_a_run_time_axis_of_unequal_lengths():
+    axis = pt.lscalar("axis")
+    a, b = pt.matrix("a"), pt.matrix("b")
+    check_pytensor([a, b, axis], [pt.join(axis, a, b)], [data((2, 3)), data((4, 3)), np.int64(0)])
+    check_pytensor([a, b, axis], [pt.join(axis, a, b)], [data((2, 3)), data((2, 1)), np.int64(-1)])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

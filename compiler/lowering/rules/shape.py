@@ -219,14 +219,23 @@ def lower_join(ctx, node):
     """Join(axis, *tensors): ``np.concatenate(tensors, axis, dtype=out)``
     as ``concat`` of the inputs cast to the output dtype.
 
-    Raises:
-        Unsupported: a symbolic axis.
+    An axis known only at run time views every input as ``(prod(shape[:axis]),
+    shape[axis], prod(shape[axis+1:]))``, concatenates axis 1 and reshapes
+    to the first input's shape with ``shape[axis]`` the total (as ``Split``).
     """
-    axis = _constant_axis(ctx, node.inputs[0], "Join")
     dtype = ir_dtype(node.outputs[0])
     tensors = [ctx.cast(ctx.get(v), dtype) for v in node.inputs[1:]]
     if len(tensors) == 1:
         return tensors
+    if ctx.constant_value(node.inputs[0]) is None:
+        axis = _runtime_axis(ctx, int64_scalar(ctx, node.inputs[0]), tensors[0].rank)
+        views = [_three_axis_view(ctx, t, axis) for t in tensors]
+        joined = ctx.add("concat", [v for v, _, _ in views], {"axis": 1})
+        _, before, after = views[0]
+        total = ctx.add("gather", [ctx.add("shape", [joined]), ctx.i64([1])], {"axis": 0})
+        target = ctx.add("concat", [before, total, after], {"axis": 0})
+        return [ctx.add("reshape", [joined, ctx.add("reshape", [target, ctx.i64([tensors[0].rank])])])]
+    axis = _constant_axis(ctx, node.inputs[0], "Join")
     return [ctx.add("concat", tensors, {"axis": axis})]
 
 
@@ -235,14 +244,55 @@ def lower_split(ctx, node):
     """Split(n)(x, axis, sizes): ``np.split`` at the cumulative sizes, as
     ``split`` with an ``i64[n]`` sizes vector.
 
-    Raises:
-        Unsupported: a symbolic axis.
-    """
+    An axis known only at run time (ONNX Split needs a constant) views ``x``
+    as ``(prod(shape[:axis]), shape[axis], prod(shape[axis+1:]))`` (the same
+    elements in the same order), splits axis 1 and reshapes each piece to
+    ``shape`` with ``shape[axis]`` replaced by its size; a negative axis
+    counts from the end (PyTensor's ``perform``)."""
     x = ctx.get(node.inputs[0])
-    axis = _constant_axis(ctx, node.inputs[1], "Split")
     n = node.op.len_splits
     sizes = _shape_operand(ctx, node.inputs[2], n)
-    return list(ctx.add_multi("split", [x, sizes], {"axis": axis, "num_outputs": n}))
+    if ctx.constant_value(node.inputs[1]) is not None:
+        axis = _constant_axis(ctx, node.inputs[1], "Split")
+        return list(ctx.add_multi("split", [x, sizes], {"axis": axis, "num_outputs": n}))
+    return _split_symbolic_axis(ctx, x, int64_scalar(ctx, node.inputs[1]), sizes, n)
+
+
+def _runtime_axis(ctx, axis, rank: int):
+    """The 0-d int64 ``axis`` with a negative value counted from the end."""
+    negative = ctx.add("lt", [axis, ctx.scalar(0, INT64)])
+    return ctx.add("where", [negative, ctx.add("add", [axis, ctx.scalar(rank, INT64)]), axis])
+
+
+def _three_axis_view(ctx, x, axis):
+    """``x`` reshaped to ``(prod(shape[:axis]), shape[axis], prod(shape[axis+1:]))``
+    for the 0-d int64 run-time ``axis`` (the same elements in the same order),
+    with the shape vectors ``shape[:axis]`` and ``shape[axis+1:]``."""
+    at = ctx.add("reshape", [axis, ctx.i64([1])])
+    shape = shape_vector(ctx, x)
+    end = ctx.i64([np.iinfo(np.int64).max])
+    before = ctx.add("slice", [shape, ctx.i64([0]), at, ctx.i64([1])], {"axes": (0,)})
+    after = ctx.add("slice", [shape, ctx.add("add", [at, ctx.i64([1])]), end, ctx.i64([1])], {"axes": (0,)})
+
+    def product(dims):  # the element count of a run of dims (1 when empty), exact in int64
+        ones = ctx.add("concat", [ctx.i64([1]), dims], {"axis": 0})
+        return ctx.add("reduce_prod", [ones], {"axes": (0,), "keepdims": True})
+
+    length = ctx.add("gather", [shape, at], {"axis": 0})
+    view = ctx.add("reshape", [x, ctx.add("concat", [product(before), length, product(after)], {"axis": 0})])
+    return view, before, after
+
+
+def _split_symbolic_axis(ctx, x, axis, sizes, n: int):
+    """``np.split`` of ``x`` along the 0-d int64 run-time ``axis`` (see ``lower_split``)."""
+    view, before_dims, after_dims = _three_axis_view(ctx, x, _runtime_axis(ctx, axis, x.rank))
+    pieces = ctx.add_multi("split", [view, sizes], {"axis": 1, "num_outputs": n})
+    outs = []
+    for i, piece in enumerate(pieces):
+        size = ctx.add("slice", [sizes, ctx.i64([i]), ctx.i64([i + 1]), ctx.i64([1])], {"axes": (0,)})
+        target = ctx.add("concat", [before_dims, size, after_dims], {"axis": 0})
+        outs.append(ctx.add("reshape", [piece, ctx.add("reshape", [target, ctx.i64([x.rank])])]))
+    return outs
 
 
 def _constant_axis(ctx, var, op: str) -> int:

@@ -12,7 +12,7 @@ import pytest
 from pytensor.compile.mode import Mode
 from pytensor.tensor.signal import convolve1d
 
-from compiler import compile_to_onnx
+from compiler import UnsupportedOpsError, compile_to_onnx
 from tests.helpers import assert_same, check_pytensor
 
 RNG = np.random.default_rng(7)
@@ -144,3 +144,20 @@ def test_split_on_a_symbolic_axis_from_compiled_function():
     x, a = pt.matrix("x"), pt.scalar("a", dtype="int64")
     check_function([x, a], pt.split(x, [2, 1], n_splits=2, axis=a), [RNG.normal(size=(3, 3)), np.int64(1)],
                    ops=("Split",))
+
+
+# -- complex values are reported, never a crash ------------------------------------------
+def _complex_graphs():
+    x, y = pt.vector("x"), pt.vector("y")
+    c = pt.vector("c", dtype="complex128")
+    return {"input": ([c], [pt.real(c)]), "intermediate": ([x, y], [pt.abs(pt.complex(x, y) * 2)]),
+            "constant": ([x], [pt.real(x * np.complex64(1j))]), "output": ([x, y], [pt.complex(x, y)])}
+
+
+@pytest.mark.parametrize("form", ["raw", "function"])
+@pytest.mark.parametrize("where", ["input", "intermediate", "constant", "output"])
+def test_complex_values_raise_unsupported_ops_error(where, form):
+    inputs, outputs = _complex_graphs()[where]
+    arg = pytensor.function(inputs, outputs) if form == "function" else inputs
+    with pytest.raises(UnsupportedOpsError, match="complex numbers are not supported"):
+        compile_to_onnx(arg, outputs=None if form == "function" else outputs)

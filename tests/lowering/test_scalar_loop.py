@@ -43,7 +43,8 @@ def test_several_carried_values_fibonacci_until():
     """(a, b) <- (b, a + b) until b > limit, with an int step counter carried."""
     a, b, k = ps.float64("a"), ps.float64("b"), ps.int64("k")
     limit = ps.float64("limit")
-    op = Elemwise(ScalarLoop(init=[a, b, k], update=[ps.identity(b), a + b, k + 1], constant=[limit], until=a + b > limit))
+    op = Elemwise(ScalarLoop(init=[a, b, k], update=[ps.identity(b), a + b, k + 1], constant=[limit],
+                             until=a + b > limit))
     n = pt.scalar("n", dtype="int64")
     a0, b0, lim = pt.vector("a0"), pt.vector("b0"), pt.vector("lim")
     k0 = pt.zeros_like(a0, dtype="int64")

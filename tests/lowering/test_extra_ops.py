@@ -161,3 +161,20 @@ def test_complex_values_raise_unsupported_ops_error(where, form):
     arg = pytensor.function(inputs, outputs) if form == "function" else inputs
     with pytest.raises(UnsupportedOpsError, match="complex numbers are not supported"):
         compile_to_onnx(arg, outputs=None if form == "function" else outputs)
+
+
+# -- diagonals: ExtractDiag and AllocDiag with offsets, any sizes ---------------------------
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool"])
+def test_diag_with_offsets_and_symbolic_sizes(dtype):
+    m, t, v = pt.matrix("m", dtype=dtype), pt.tensor3("t", dtype=dtype), pt.vector("v", dtype=dtype)
+    vm, vt, vv = (RNG.integers(0, 9, s).astype(dtype) for s in ((3, 4), (3, 4, 5), (3,)))
+    check_pytensor([m], [pt.diagonal(m, k) for k in (-3, -1, 0, 1, 2, 7)] + [pt.diag(m)], [vm])
+    check_pytensor([t], [pt.diagonal(t, 1, 0, 2), pt.diagonal(t, -1, 1, 2), pt.diagonal(t, 0, 2, 0)], [vt])
+    check_pytensor([v], [pt.diag(v), pt.diag(v, k=2), pt.diag(v, k=-1)], [vv])
+    check_pytensor([m], [pt.diag(m)], [np.zeros((0, 3), dtype)])
+
+
+def test_diag_from_compiled_function():
+    m, v = pt.matrix("m"), pt.vector("v")
+    check_function([m, v], [pt.diagonal(m, 1), pt.diag(v, k=-1) * 2, pt.diag(m)], [RNG.normal(size=(4, 3)),
+                                                                                  RNG.normal(size=3)])

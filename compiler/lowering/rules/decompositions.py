@@ -37,7 +37,7 @@ from compiler.lowering.compat import Cholesky, SolveTriangular
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
-from ir import Value
+from ir import DType, Value
 
 UNROLL_LIMIT = 32  # largest static matrix size unrolled (the ONNX Loop form is not written yet)
 
@@ -181,9 +181,10 @@ def lower_extract_diag(ctx: LoweringContext, node) -> list[Value]:
     axis1, axis2)``: the other axes in order, then the diagonal; one slice per
     diagonal element.
 
-    Raises:
-        Unsupported: ``axis1``/``axis2`` dims not static, or a diagonal longer
-            than ``UNROLL_LIMIT`` or empty.
+    Sizes that are not static (or a diagonal that is empty or longer than
+    ``UNROLL_LIMIT``): one ``gather`` of the flattened last two axes at the
+    positions ``r0 * m + c0 + k * (m + 1)`` for ``k < max(0, min(n - r0, m - c0))``
+    (``r0, c0`` the offset's first row and column, ``n, m`` the sizes).
     """
     op = node.op
     x = ctx.get(node.inputs[0])
@@ -192,13 +193,30 @@ def lower_extract_diag(ctx: LoweringContext, node) -> list[Value]:
     if rest + [a1, a2] != list(range(x.rank)):
         x = ctx.add("transpose", [x], {"perm": rest + [a1, a2]})
     n, m = x.shape[-2], x.shape[-1]
-    if not (isinstance(n, int) and isinstance(m, int)):
-        raise Unsupported("ExtractDiag of axes whose sizes are not static")
     r0, c0 = max(0, -op.offset), max(0, op.offset)
-    length = max(0, min(n - r0, m - c0))
-    if not 1 <= length <= UNROLL_LIMIT:
-        raise Unsupported(f"ExtractDiag of a diagonal of length {length} (lowered for 1..{UNROLL_LIMIT})")
+    static = isinstance(n, int) and isinstance(m, int)
+    if not static or not 1 <= max(0, min(n - r0, m - c0)) <= UNROLL_LIMIT:
+        return [_gathered_diagonal(ctx, x, r0, c0)]
+    length = min(n - r0, m - c0)
     r = x.rank
     parts = [ctx.add("squeeze", [_slice(ctx, _slice(ctx, x, r - 2, r0 + k, r0 + k + 1), r - 1, c0 + k, c0 + k + 1)],
                      {"axes": [r - 2]}) for k in range(length)]
     return [_concat(ctx, parts, r - 2)]
+
+
+def _gathered_diagonal(ctx: LoweringContext, x: Value, r0: int, c0: int) -> Value:
+    """``x[..., r0 + k, c0 + k]`` for every ``k`` that fits, as the last axis:
+    a ``gather`` of the flattened last two axes (see ``lower_extract_diag``)."""
+    i64 = DType.INT64
+    shape = ctx.add("shape", [x])
+    n, m = (ctx.add("gather", [shape, ctx.scalar(a, i64)], {"axis": 0}) for a in (x.rank - 2, x.rank - 1))
+    length = ctx.add("minimum", [ctx.add("sub", [n, ctx.scalar(r0, i64)]), ctx.add("sub", [m, ctx.scalar(c0, i64)])])
+    length = ctx.add("maximum", [length, ctx.scalar(0, i64)])
+    step = ctx.add("add", [m, ctx.scalar(1, i64)])
+    start = ctx.add("add", [ctx.add("mul", [ctx.scalar(r0, i64), m]), ctx.scalar(c0, i64)])
+    k = ctx.add("range", [ctx.scalar(0, i64), length, ctx.scalar(1, i64)])
+    positions = ctx.add("add", [ctx.add("mul", [k, step]), start])
+    batch = ctx.add("slice", [shape, ctx.i64([0]), ctx.i64([x.rank - 2]), ctx.i64([1])], {"axes": [0]})
+    flat_shape = ctx.add("concat", [batch, ctx.add("reshape", [ctx.add("mul", [n, m]), ctx.i64([1])])], {"axis": 0})
+    flat = ctx.add("reshape", [x, flat_shape])
+    return ctx.add("gather", [flat, positions], {"axis": x.rank - 2})

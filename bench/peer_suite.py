@@ -207,9 +207,105 @@ def repeat_and_unique():
 
 
 @case("test_extra_ops")
+def unique_all_flags():
+    x = pt.vector("x")
+    m = pt.tensor("m", shape=(None, 2))
+    flags = pt.extra_ops.Unique(True, True, True)(x)
+    rows = pt.extra_ops.Unique(True, True, True, axis=0)(m)
+    v = np.array([3.0, np.nan, 1.0, 3.0, -0.0, 0.0, np.nan, 2.0])
+    return [x, m], [*flags, *rows], [v, np.array([[1.0, 2.0], [0.0, 5.0], [1.0, 2.0], [0.0, 1.0]])]
+
+
+@case("test_extra_ops")
+def unique_ints():
+    x = pt.matrix("x", dtype="int64")
+    return [x], [pt.extra_ops.unique(x), *pt.extra_ops.Unique(False, True, True)(x)], \
+        [rng.integers(-2, 3, (3, 4))]
+
+
+@case("test_extra_ops")
+def repeat_vector_counts():
+    x = pt.matrix("x")
+    r = pt.vector("r", dtype="int64")
+    return [x, r], [pt.repeat(x, r, axis=0), pt.repeat(x, r[:1], axis=1)], [f64(3, 2), np.array([2, 0, 3])]
+
+
+@case("test_extra_ops")
+def diag_and_alloc_diag():
+    v, m = pt.vector("v"), pt.matrix("m")
+    return [v, m], [pt.diag(v), pt.diag(v, k=1), pt.diag(v, k=-2), pt.diag(m), pt.diagonal(m, 1)], \
+        [f64(3), f64(3, 4)]
+
+
+@case("test_extra_ops")
 def einsum_and_kron():
     a, b = pt.matrices("a", "b")
     return [a, b], [pt.einsum("ij,jk->ik", a, b), pt.linalg.kron(a, b)], [f64(2, 3), f64(3, 2)]
+
+
+# -- test_sort.py -------------------------------------------------------------------------------
+@case("test_sort")
+def sort_and_argsort():
+    x = pt.matrix("x")
+    v = np.array([[3.0, np.nan, 1.0, 1.0, -np.inf], [0.0, -0.0, 2.0, np.inf, 2.0]])
+    return [x], [pt.sort(x), pt.sort(x, axis=0), pt.sort(x, axis=None), pt.argsort(x, stable=True),
+                 pt.argsort(x, axis=0, kind="mergesort")], [v]
+
+
+@case("test_sort")
+def sort_ints_and_descending():
+    x = pt.vector("x", dtype="int32")
+    return [x], [pt.sort(x)[::-1], pt.argsort(-x, stable=True), pt.argsort(x, stable=True)], \
+        [np.array([3, -1, 3, 0, 7, -1], np.int32)]
+
+
+@case("test_sort")
+def sort_float32_rows():
+    x = pt.matrix("x", dtype="float32")
+    return [x], [pt.sort(x, axis=1), pt.argsort(x, axis=1, stable=True)], [f32(4, 6)]
+
+
+# -- test_basic.py (more) -------------------------------------------------------------------------
+@case("test_basic")
+def nonzero_and_mask():
+    x = pt.matrix("x")
+    return [x], [*pt.nonzero(x), pt.flatnonzero(x), x[x > 0]], [np.array([[0.0, 1.0, -2.0], [np.nan, 0.0, 3.0]])]
+
+
+@case("test_basic")
+def split_and_join_on_a_symbolic_axis():
+    x = pt.tensor3("x")
+    a = pt.scalar("a", dtype="int64")
+    return [x, a], [*pt.split(x, [1, 2], n_splits=2, axis=a), pt.join(a, x, x)], [f64(2, 3, 4), np.int64(1)]
+
+
+@case("test_math")
+def bool_dot_and_cumulative():
+    a, b = pt.matrix("a", dtype="bool"), pt.matrix("b", dtype="bool")
+    return [a, b], [pt.dot(a, b), pt.matmul(a, b)], [rng.random((3, 4)) < 0.4, rng.random((4, 2)) < 0.4]
+
+
+@case("test_subtensor")
+def add_at_float_into_int():
+    x, y = pt.vector("x", dtype="int64"), pt.vector("y")
+    i = pt.vector("i", dtype="int64")
+    return [x, y, i], [pt.inc_subtensor(x[i], y)], [np.array([10, 20, 30]), np.array([0.6, 0.6, -1.7]),
+                                                    np.array([1, 1, 0])]
+
+
+# -- test_scalar.py (ScalarLoop) -----------------------------------------------------------------
+@case("test_scalar")
+def scalar_loop_for_and_while():
+    import pytensor.scalar as ps
+    from pytensor.scalar.loop import ScalarLoop
+    from pytensor.tensor.elemwise import Elemwise
+
+    x0, c = ps.float64("x0"), ps.float64("c")
+    step = x0 * c + 1
+    loop = Elemwise(ScalarLoop(init=[x0], update=[step], constant=[c]))
+    until = Elemwise(ScalarLoop(init=[x0], update=[step], constant=[c], until=step > 10))
+    n, x, k = pt.vector("n", dtype="int64"), pt.vector("x"), pt.scalar("k")
+    return [n, x, k], [loop(n, x, k), *until(n, x, k)], [np.array([1, 3, 20]), f64(3), np.float64(1.5)]
 
 
 # -- test_scan.py ---------------------------------------------------------------------------
@@ -288,6 +384,14 @@ def convolve2d_float64():
     return [x, k], [convolve2d(x, k, mode="valid")], [f64(5, 6), f64(2, 3)]
 
 
+@case("test_signal")
+def convolve1d_modes():
+    from pytensor.tensor.signal import convolve1d
+
+    x, k = pt.vector("x"), pt.tensor("k", shape=(3,))
+    return [x, k], [convolve1d(x, k, mode=m) for m in ("full", "valid", "same")], [f64(8), f64(3)]
+
+
 def compare(got, want) -> str | None:
     """None if ``got`` matches ``want`` (see the module docstring)."""
     for i, (a, b) in enumerate(zip(got, want, strict=True)):
@@ -295,8 +399,8 @@ def compare(got, want) -> str | None:
         if a.dtype != b.dtype or a.shape != b.shape:
             return f"output {i}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}"
         if b.dtype.kind == "f":
-            if not np.array_equal(np.isnan(a), np.isnan(b)) or not np.array_equal(np.isinf(a) * np.sign(a),
-                                                                               np.isinf(b) * np.sign(b)):
+            infs = [np.where(np.isinf(t), np.sign(t), 0) for t in (a, b)]  # (isinf * sign is NaN at NaN)
+            if not np.array_equal(np.isnan(a), np.isnan(b)) or not np.array_equal(*infs):
                 return f"output {i}: NaN/inf positions differ"
             finite = np.isfinite(b)
             if not np.allclose(a[finite], b[finite], rtol=RTOL[b.dtype], atol=RTOL[b.dtype]):

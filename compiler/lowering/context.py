@@ -104,8 +104,8 @@ class LoweringContext:
         arr = np.asarray(array, dtype=(dtype.numpy if isinstance(dtype, DType) else dtype))
         try:
             DType.from_numpy(arr.dtype)
-        except TypeError as e:
-            raise Unsupported(str(e)) from None
+        except TypeError:
+            raise Unsupported(unsupported_dtype_reason(arr.dtype)) from None
         key = None
         if arr.size <= 16:
             key = (arr.dtype.str, arr.shape, arr.tobytes())
@@ -157,7 +157,15 @@ def ir_dtype(var) -> DType:
     try:
         return DType.from_numpy(var.type.dtype)
     except (TypeError, AttributeError):
-        raise Unsupported(f"dtype {getattr(var.type, 'dtype', var.type)} is not supported") from None
+        raise Unsupported(unsupported_dtype_reason(getattr(var.type, "dtype", var.type))) from None
+
+
+def unsupported_dtype_reason(dtype) -> str:
+    """Why values of ``dtype`` (one with no IR equivalent) cannot be lowered."""
+    if str(dtype).startswith("complex"):
+        return (f"{dtype} values: complex numbers are not supported (ONNX operators do not compute on complex "
+                f"tensors; pass real and imaginary parts as separate float tensors)")
+    return f"dtype {dtype} is not supported"
 
 
 def static_shape(var) -> tuple:

@@ -207,11 +207,11 @@ def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence,
             if constants is not None and constants.is_constant(node):
                 try:
                     results = constants.evaluate(node)
-                except ValueError as why:
+                    folded = [ctx.const(value, name=var.name or "folded") for var, value in zip(node.outputs, results)]
+                except (ValueError, Unsupported) as why:
                     reason += f" ({why})"
                 else:
-                    for var, value in zip(node.outputs, results):
-                        ctx.values[var] = ctx.const(value, name=var.name or "folded")
+                    ctx.values.update(zip(node.outputs, folded))
                     continue
             if downstream:
                 reason += " (reads the result of an unsupported op)"
@@ -276,7 +276,7 @@ def _unsupported_type(var) -> str | None:
     try:
         ir_dtype(var)
     except (TypeError, Unsupported) as e:
-        return f"dtype {t.dtype} has no ONNX equivalent here ({e})"
+        return str(e)
     return None
 
 

@@ -3,8 +3,10 @@
 Semantics are NumPy's: ``reduce_*`` over ``axes`` (every axis when ``axes``
 is empty) keep the input dtype (the lowering casts for PyTensor's
 ``acc_dtype``); ``argmax``/``argmin`` return the first extreme index as int64;
-``cumsum``/``cumprod`` are inclusive; ``softmax``/``log_softmax`` follow
-PyTensor's Softmax/LogSoftmax (max-subtracted); ``matmul`` is ``np.matmul``.
+``cumsum``/``cumprod`` are inclusive; ``sort`` is NumPy's stable sort (ties
+in index order, NaN last) with its permutation; ``softmax``/``log_softmax``
+follow PyTensor's Softmax/LogSoftmax (max-subtracted); ``matmul`` is
+``np.matmul``.
 """
 
 from __future__ import annotations
@@ -103,6 +105,26 @@ _along_axis("cumsum", np.cumsum, "iuf", "np.cumsum along axis (inclusive)")
 _along_axis("cumprod", np.cumprod, "iuf", "np.cumprod along axis (inclusive)")
 _along_axis("softmax", _softmax, "f", "exp(x - max) / sum(exp(x - max)) along axis (PyTensor Softmax)")
 _along_axis("log_softmax", _log_softmax, "f", "x - max - log(sum(exp(x - max))) along axis (PyTensor LogSoftmax)")
+
+
+def _sort_infer(types, attrs, consts):
+    (t,) = types
+    check_dtype(t, "biuf", "sort")
+    if t.rank == 0:
+        raise OpError("sort: input must have rank >= 1")
+    normalize_axis(attrs["axis"], t.rank, "sort")
+    return [t, TensorType(INT64, t.shape)]
+
+
+def _sort_eval(args, attrs):
+    (x,) = args
+    perm = np.argsort(x, axis=attrs["axis"], kind="stable").astype(np.int64)
+    return [np.take_along_axis(x, perm, axis=attrs["axis"]), perm]
+
+
+register(OpDef("sort", _sort_infer, _sort_eval, 1, attrs={"axis": Attr("int")},
+               doc="(np.sort(x, axis, kind='stable'), np.argsort(x, axis, kind='stable')): ascending, "
+                   "ties in index order, NaN last (PyTensor SortOp/ArgSortOp; ONNX TopK)"))
 
 
 def _matmul_infer(types, attrs, consts):

@@ -353,6 +353,12 @@ def reduction_cases():
             yield Case("matmul", (m(4), m(4)))
     big = np.full((2, 2), 100, np.int8)  # wraps in int8, as NumPy does
     yield Case("matmul", (big, big))
+    for dtype in ALL:  # stable: ties in index order, NaN last; every dtype (TopK kernels or order-preserving casts)
+        x = np.resize(values(dtype), 20)
+        x[[3, 11, 17]] = x[0]  # ties
+        yield Case("sort", (x.reshape(4, 5),), {"axis": 1}, num_outputs=2)
+        yield Case("sort", (x.reshape(4, 5),), {"axis": 0}, num_outputs=2)
+        yield Case("sort", (x.reshape(2, 5, 2),), {"axis": -2}, num_outputs=2)
 
 
 def shape_cases():

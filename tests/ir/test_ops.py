@@ -125,6 +125,9 @@ EVAL = [
     ("argmin", {"axis": 0, "keepdims": True}, [i32([4, 1], [2, 1])], [i64([1, 0])]),
     ("cumsum", {"axis": 0}, [M], [f32([1, 2], [4, 6])]),
     ("cumprod", {"axis": -1}, [i64([1, 2, 3])], [i64([1, 2, 6])]),
+    # stable: the tied 1s keep index order, NaN last, -0.0 and 0.0 tie
+    ("sort", {"axis": -1}, [f32([1, nan, -0.0, 1, 0, -inf])],
+     [f32([-inf, -0.0, 0, 1, 1, nan]), i64([5, 2, 4, 0, 3, 1])]),
     ("softmax", {"axis": 0}, [f64(0, math.log(3))], [f64(0.25, 0.75)]),
     ("log_softmax", {"axis": 0}, [f64(1000, 1000 + math.log(3))], [f64(math.log(0.25), math.log(0.75))]),
     ("matmul", {}, [M, f32(1, 1)], [f32(3, 7)]),

@@ -16,7 +16,6 @@ from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.reshape import join_dims, split_dims
 from pytensor.tensor.shape import Shape_i
 
-from compiler import UnsupportedOpsError, compile_to_onnx
 from compiler.lowering import graph_spec, lower
 from tests.helpers import check_pytensor, pytensor_reference
 
@@ -195,11 +194,26 @@ def test_join_along_runtime_axis(dtype):
     assert not compiled.ir.contains_op("if")
 
 
-def test_join_runtime_axis_int32_and_split_along_symbolic_axis():
+def test_join_runtime_axis_int32():
     axis = pt.iscalar("axis")
     check_pytensor([x, axis], [pt.join(axis, x, x)], [X, np.int32(-1)])
-    with pytest.raises(UnsupportedOpsError, match="Split along a symbolic axis"):
-        compile_to_onnx([x, axis], outputs=[pt.split(x, [1, 2], n_splits=2, axis=axis)[0]])
+
+
+@pytest.mark.parametrize("value", [0, 1, -1, -2])
+def test_join_and_split_along_a_run_time_axis(value):
+    axis = pt.lscalar("axis")
+    m, i = pt.matrix("m"), pt.matrix("i", dtype="int32")
+    sizes = [1, 1]
+    check_pytensor([m, axis], [*pt.split(m, sizes, n_splits=2, axis=axis), pt.join(axis, m, m * 2, m)],
+                   [data((2, 2)), np.int64(value)])
+    check_pytensor([i, axis], [pt.join(axis, i, i[::-1])], [data((3, 2), "int32"), np.int64(value)])
+
+
+def test_join_along_a_run_time_axis_of_unequal_lengths():
+    axis = pt.lscalar("axis")
+    a, b = pt.matrix("a"), pt.matrix("b")
+    check_pytensor([a, b, axis], [pt.join(axis, a, b)], [data((2, 3)), data((4, 3)), np.int64(0)])
+    check_pytensor([a, b, axis], [pt.join(axis, a, b)], [data((2, 3)), data((2, 1)), np.int64(-1)])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

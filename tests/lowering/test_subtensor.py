@@ -301,10 +301,12 @@ def test_add_at_of_exact_constant_into_narrower_float():
     check_pytensor([x, ia], pt.inc_subtensor(x[ia], np.float64(0.5)), [data(5, "float32"), *ids([1, 1, -1])])
 
 
-def test_add_at_of_wider_symbolic_updates_is_unsupported():
+def test_add_at_of_wider_symbolic_updates_rounds_after_every_add():
+    """``np.add.at`` of float64 into float32 rounds to float32 after each add
+    (1 + 1e-8 stays 1 every time; one float64 sum would not); a loop."""
     x, y = pt.vector("x", dtype="float32"), pt.vector("y", dtype="float64")
-    with pytest.raises(UnsupportedOpsError, match="np.add.at of f64 updates into f32"):
-        compile_to_onnx([x, y, ia], outputs=[pt.inc_subtensor(x[ia], y)])
+    values = [np.float32([1.0, 0.0, 3.0]), np.array([1e-8, 1e-8, 0.1, 6e-8, 1 / 3]), np.array([0, 0, 1, 0, -1])]
+    check_pytensor([x, y, ia], [pt.inc_subtensor(x[ia], y)], values)
 
 
 def test_rewritten_function_graph():

@@ -55,11 +55,12 @@ KERNELS: dict[str, frozenset[DType]] = {op: _dtypes(text) for op, text in {
     "ArgMax": "i8 i32 i64 u8 f16 f32 f64", "ArgMin": "i8 i32 i64 u8 f16 f32 f64",
     "ReduceMax": "i8 i32 u8 f16 f32 f64", "ReduceMin": "i8 i32 u8 f16 f32 f64",
     "CumSum": "i32 i64 f16 f32 f64", "MatMul": "i32 i64 u32 u64 f16 f32 f64",
+    "TopK": "i8 i16 i32 i64 u8 f16 f32 f64",
 }.items()}
 
 RING = {"Add", "Sub", "Mul", "CumSum", "MatMul"}
 ORDER = {"Max", "Min", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Where",
-         "ArgMax", "ArgMin", "ReduceMax", "ReduceMin"}
+         "ArgMax", "ArgMin", "ReduceMax", "ReduceMin", "TopK"}
 
 SIGN_BIT = np.uint64(1 << 63)
 

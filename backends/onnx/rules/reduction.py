@@ -9,7 +9,7 @@ import numpy as np
 import onnx_ir as oir
 
 from backends.onnx.rules.common import (B, F16, F32, F64, I64, U8, compute_dtype, float_compute, has_kernel,
-                                        in_f32, kernel_op, where)
+                                        in_f32, kernel_op, to_compute, where, zero)
 from backends.onnx.registry import emits
 from ir.ops.common import normalize_axis
 
@@ -189,6 +189,41 @@ def scan(ctx, x, axis, rank, dtype, identity, step):
     y = ctx.op("Slice", y, ctx.const(np.array([1]), I64), ctx.const(np.array([INT64_MAX]), I64),
                ctx.const(np.array([axis]), I64))
     return final, y
+
+
+@emits("sort")
+def sort(ctx, node, x):
+    """NumPy's stable ascending sort along ``axis`` and its permutation.
+
+    ONNX TopK (opset 11+) with ``largest=0, sorted=1`` and k the axis length
+    breaks ties by the lower index ("the element with the lower index will
+    appear first"), so it is a stable sort, as onnxruntime implements it.
+    Its order is undefined for NaN, so a float sort is two stable passes
+    (least significant key first): TopK of ``x`` with NaN replaced by 0,
+    then TopK of the permuted ``isnan(x)`` flags, which moves the NaNs last
+    in index order, as ``np.sort`` does. The values are ``x`` gathered
+    (GatherElements) by the permutation, so -0.0 and NaN payloads are kept.
+    Dtypes without a TopK kernel go through an order-preserving cast
+    (``common.to_compute``: bool to uint8, uint32/uint64 to int64).
+    """
+    dtype = node.inputs[0].dtype
+    axis = normalize_axis(node.attrs["axis"], node.inputs[0].rank, "sort")
+    k = ctx.op("Gather", ctx.op("Shape", x), ctx.const([axis], I64))
+
+    def stable_argsort(key, key_dtype):
+        compute = compute_dtype("TopK", key_dtype)
+        _, perm = ctx.op("TopK", to_compute(ctx, key, key_dtype, compute, True), k, num_outputs=2,
+                         axis=axis, largest=0, sorted=1)
+        return perm
+
+    if not dtype.is_float:
+        perm = stable_argsort(x, dtype)
+    else:
+        nan = ctx.op("IsNaN", x)
+        perm = stable_argsort(ctx.op("Where", nan, zero(ctx, dtype), x), dtype)
+        flags = ctx.op("GatherElements", ctx.cast(nan, U8), perm, axis=axis)
+        perm = ctx.op("GatherElements", perm, stable_argsort(flags, U8), axis=axis)
+    return ctx.op("GatherElements", x, perm, axis=axis), perm
 
 
 @emits("softmax", "log_softmax")

@@ -10,6 +10,10 @@
   (there the Blockwise sits inside a ``BlockwiseWithCoreShape``, an
   ``OpFromGraph`` that is inlined, so ``full_mode`` arrives as an inner
   input bound to an IR constant). Registered in ``linalg.BLOCKWISE_RULES``.
+* ``Blockwise(Convolve1d)`` (``pytensor.tensor.signal.convolve1d``:
+  ``np.convolve`` in full or valid mode, the longer operand the signal;
+  ``"same"`` is a padded ``"valid"`` in the graph): the same ``convolve2d``
+  on both operands seen as one-row planes.
 * ``Pad`` (``pytensor.tensor.pad``, an ``OpFromGraph``) in constant mode with
   constant pad widths and one scalar fill value: one IR ``pad``. Other modes
   and forms inline the inner graph like any ``OpFromGraph``.
@@ -21,7 +25,7 @@ import numpy as np
 from pytensor.tensor.basic import get_underlying_scalar_constant_value
 from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.pad import Pad
-from pytensor.tensor.signal.conv import Convolve2d
+from pytensor.tensor.signal.conv import Convolve1d, Convolve2d
 
 from compiler.errors import Unsupported
 from compiler.lowering.context import LoweringContext, ir_dtype
@@ -62,7 +66,29 @@ def _constant_flag(ctx: LoweringContext, var) -> bool | None:
         return None
 
 
+def lower_convolve1d(ctx: LoweringContext, node, args: list[Value]) -> Value:
+    """``Blockwise(Convolve1d)(in1, in2, full_mode)`` (``np.convolve`` of the
+    last axes, batch axes broadcast): ``convolve2d`` of one-row planes
+    (``unsqueeze`` at -2), then ``squeeze``. ``convolve2d``'s valid mode
+    slides the smaller operand over the larger, as ``np.convolve`` does.
+
+    Raises:
+        Unsupported: as ``lower_convolve2d``.
+    """
+    rows = [ctx.add("unsqueeze", [a], {"axes": (a.rank - 1,)}) for a in args[:2]]
+    plane = lower_convolve2d(ctx, node, rows + list(args[2:3]))
+    return ctx.add("squeeze", [plane], {"axes": (plane.rank - 2,)})
+
+
 BLOCKWISE_RULES[Convolve2d] = lower_convolve2d
+BLOCKWISE_RULES[Convolve1d] = lower_convolve1d
+
+
+@lowers(Convolve1d)
+def lower_core_convolve1d(ctx: LoweringContext, node) -> list[Value]:
+    """``Convolve1d`` itself (compiled functions drop the ``Blockwise`` of
+    1-D operands): as ``lower_convolve1d``."""
+    return [lower_convolve1d(ctx, node, [ctx.get(v) for v in node.inputs])]
 
 
 @lowers(Pad)

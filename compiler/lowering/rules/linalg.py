@@ -24,10 +24,15 @@ from ir import DType, Value
 
 
 def _matmul(ctx: LoweringContext, node, x: Value, y: Value) -> Value:
-    """``np.matmul(x, y)`` computed in the dtype of ``node``'s output."""
+    """``np.matmul(x, y)`` computed in the dtype of ``node``'s output.
+
+    A bool product (PyTensor's output dtype of bool operands) is NumPy's:
+    the OR over k of ``x[i, k] AND y[k, j]``, computed as an int64 count of
+    true terms compared with 0 (exact: the count is at most k)."""
     dtype = ir_dtype(node.outputs[0])
     if dtype == DType.BOOL:
-        raise Unsupported(f"{node.op} of bool matrices")
+        count = ctx.add("matmul", [ctx.cast(x, DType.INT64), ctx.cast(y, DType.INT64)])
+        return ctx.add("ne", [count, ctx.scalar(0, DType.INT64)])
     return ctx.add("matmul", [ctx.cast(x, dtype), ctx.cast(y, dtype)])
 
 

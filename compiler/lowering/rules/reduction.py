@@ -193,12 +193,16 @@ def lower_cumop(ctx: LoweringContext, node) -> list[Value]:
     """``CumOp{axis, mode}`` (``pytensor.tensor.extra_ops``): inclusive
     ``np.cumsum`` / ``np.cumprod`` along ``axis``, in the input dtype.
 
-    Raises:
-        Unsupported: bool input (NumPy would change the dtype).
+    Of bool, PyTensor's output type is bool, NumPy's result (int64 counts or
+    products) converted to it, as PyTensor's C backend stores it: a running
+    OR (``cumsum``) or AND (``cumprod``), computed as the int64 scan
+    compared with 0. (PyTensor's Python ``perform`` and 3.0's Numba backend
+    return the int64 array itself, against the declared type.)
     """
     x = ctx.get(node.inputs[0])
-    if x.dtype == BOOL:
-        raise Unsupported(f"{node.op} of bool")
     ir_op = {"add": "cumsum", "mul": "cumprod"}[node.op.mode]
+    if x.dtype == BOOL:
+        scan = ctx.add(ir_op, [ctx.cast(x, DType.INT64)], {"axis": node.op.axis})
+        return [ctx.add("ne", [scan, ctx.scalar(0, DType.INT64)])]
     return [ctx.add(ir_op, [x], {"axis": node.op.axis})]
 

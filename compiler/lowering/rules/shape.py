@@ -1,6 +1,7 @@
 """Lowering rules for PyTensor's shape and data-movement ops: DimShuffle,
 Reshape, Shape, Shape_i, SpecifyShape, Alloc, AllocEmpty, MakeVector, ARange,
-Join, Split, Eye, JoinDims, SplitDims, and the identity-like conversions.
+Join, Split, Eye, JoinDims, SplitDims, Nonzero, Repeat, and the identity-like
+conversions.
 
 Semantics are each Op's ``perform`` (NumPy): ``np.reshape``,
 ``np.broadcast_to``, ``np.arange(..., dtype)``, ``np.concatenate(...,
@@ -12,9 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 from pytensor.compile.ops import DeepCopyOp, ViewOp
-from pytensor.tensor.basic import (ARange, Alloc, AllocEmpty, Eye, Join, MakeVector, ScalarFromTensor, Split,
-                                   TensorFromScalar)
+from pytensor.tensor.basic import (ARange, Alloc, AllocEmpty, Eye, Join, MakeVector, Nonzero, ScalarFromTensor,
+                                   Split, TensorFromScalar)
 from pytensor.tensor.elemwise import DimShuffle
+from pytensor.tensor.extra_ops import Repeat
 from pytensor.tensor.reshape import JoinDims, SplitDims
 from pytensor.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
 
@@ -22,8 +24,6 @@ from compiler.errors import Unsupported
 from compiler.lowering.context import ir_dtype
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.indexing import INT64, int64_scalar, int64_value, int64_vector, shape_vector
-from compiler.lowering.rules.scalar_ops import shape_of
-from ir import Value
 
 # -- identities ------------------------------------------------------------
 
@@ -217,49 +217,26 @@ def lower_eye(ctx, node):
 @lowers(Join)
 def lower_join(ctx, node):
     """Join(axis, *tensors): ``np.concatenate(tensors, axis, dtype=out)``
-    as ``concat`` of the inputs cast to the output dtype. A run-time axis
-    (ONNX ``Concat`` needs a constant one) is ``_join_runtime_axis``.
+    as ``concat`` of the inputs cast to the output dtype.
+
+    An axis known only at run time views every input as ``(prod(shape[:axis]),
+    shape[axis], prod(shape[axis+1:]))``, concatenates axis 1 and reshapes
+    to the first input's shape with ``shape[axis]`` the total (as ``Split``).
     """
     dtype = ir_dtype(node.outputs[0])
     tensors = [ctx.cast(ctx.get(v), dtype) for v in node.inputs[1:]]
     if len(tensors) == 1:
         return tensors
-    axis = ctx.constant_value(node.inputs[0])
-    if axis is None:
-        return [_join_runtime_axis(ctx, ctx.get(node.inputs[0]), tensors)]
-    return [ctx.add("concat", tensors, {"axis": int(axis)})]
-
-
-def _join_runtime_axis(ctx, axis: Value, tensors: list[Value]) -> Value:
-    """``np.concatenate(tensors, axis)`` for an integer scalar ``axis`` known
-    only at run time (negative counts from the end), exact for any dtype:
-    each tensor of shape ``s`` is reshaped to ``(prod(s[:k]), s[k],
-    prod(s[k+1:]))`` with ``k`` the normalized axis (masks over
-    ``range(rank)``, the rank is static), the pieces are concatenated on
-    their static axis 1, and the result reshaped to ``s`` with ``s[k]``
-    the sum of the pieces' ``s[k]``: the same elements in the same order as
-    a concat on axis ``k`` (row-major order). An axis out of range or
-    mismatched other dims make a reshape fail at run time (PyTensor raises).
-    """
-    rank = tensors[0].rank
-    positions = ctx.i64(np.arange(rank))
-    k = ctx.cast(axis, INT64)
-    k = ctx.add("where", [ctx.add("lt", [k, ctx.scalar(0, INT64)]), ctx.add("add", [k, ctx.scalar(rank, INT64)]), k])
-    before, at, after = (ctx.add(op, [positions, k]) for op in ("lt", "eq", "gt"))
-    one, zero = ctx.scalar(1, INT64), ctx.scalar(0, INT64)
-    pieces, lengths = [], []
-    for t in tensors:
-        shape = shape_of(ctx, t)
-        outer = ctx.add("reduce_prod", [ctx.add("where", [before, shape, one])], {"axes": [0], "keepdims": True})
-        length = ctx.add("reduce_sum", [ctx.add("where", [at, shape, zero])], {"axes": [0], "keepdims": True})
-        inner = ctx.add("reduce_prod", [ctx.add("where", [after, shape, one])], {"axes": [0], "keepdims": True})
-        pieces.append(ctx.add("reshape", [t, ctx.add("concat", [outer, length, inner], {"axis": 0})]))
-        lengths.append(length)
-    total = lengths[0]
-    for length in lengths[1:]:
-        total = ctx.add("add", [total, length])
-    joined = ctx.add("concat", pieces, {"axis": 1})
-    return ctx.add("reshape", [joined, ctx.add("where", [at, total, shape_of(ctx, tensors[0])])])
+    if ctx.constant_value(node.inputs[0]) is None:
+        axis = _runtime_axis(ctx, int64_scalar(ctx, node.inputs[0]), tensors[0].rank)
+        views = [_three_axis_view(ctx, t, axis) for t in tensors]
+        joined = ctx.add("concat", [v for v, _, _ in views], {"axis": 1})
+        _, before, after = views[0]
+        total = ctx.add("gather", [ctx.add("shape", [joined]), ctx.i64([1])], {"axis": 0})
+        target = ctx.add("concat", [before, total, after], {"axis": 0})
+        return [ctx.add("reshape", [joined, ctx.add("reshape", [target, ctx.i64([tensors[0].rank])])])]
+    axis = _constant_axis(ctx, node.inputs[0], "Join")
+    return [ctx.add("concat", tensors, {"axis": axis})]
 
 
 @lowers(Split)
@@ -267,14 +244,55 @@ def lower_split(ctx, node):
     """Split(n)(x, axis, sizes): ``np.split`` at the cumulative sizes, as
     ``split`` with an ``i64[n]`` sizes vector.
 
-    Raises:
-        Unsupported: a symbolic axis.
-    """
+    An axis known only at run time (ONNX Split needs a constant) views ``x``
+    as ``(prod(shape[:axis]), shape[axis], prod(shape[axis+1:]))`` (the same
+    elements in the same order), splits axis 1 and reshapes each piece to
+    ``shape`` with ``shape[axis]`` replaced by its size; a negative axis
+    counts from the end (PyTensor's ``perform``)."""
     x = ctx.get(node.inputs[0])
-    axis = _constant_axis(ctx, node.inputs[1], "Split")
     n = node.op.len_splits
     sizes = _shape_operand(ctx, node.inputs[2], n)
-    return list(ctx.add_multi("split", [x, sizes], {"axis": axis, "num_outputs": n}))
+    if ctx.constant_value(node.inputs[1]) is not None:
+        axis = _constant_axis(ctx, node.inputs[1], "Split")
+        return list(ctx.add_multi("split", [x, sizes], {"axis": axis, "num_outputs": n}))
+    return _split_symbolic_axis(ctx, x, int64_scalar(ctx, node.inputs[1]), sizes, n)
+
+
+def _runtime_axis(ctx, axis, rank: int):
+    """The 0-d int64 ``axis`` with a negative value counted from the end."""
+    negative = ctx.add("lt", [axis, ctx.scalar(0, INT64)])
+    return ctx.add("where", [negative, ctx.add("add", [axis, ctx.scalar(rank, INT64)]), axis])
+
+
+def _three_axis_view(ctx, x, axis):
+    """``x`` reshaped to ``(prod(shape[:axis]), shape[axis], prod(shape[axis+1:]))``
+    for the 0-d int64 run-time ``axis`` (the same elements in the same order),
+    with the shape vectors ``shape[:axis]`` and ``shape[axis+1:]``."""
+    at = ctx.add("reshape", [axis, ctx.i64([1])])
+    shape = shape_vector(ctx, x)
+    end = ctx.i64([np.iinfo(np.int64).max])
+    before = ctx.add("slice", [shape, ctx.i64([0]), at, ctx.i64([1])], {"axes": (0,)})
+    after = ctx.add("slice", [shape, ctx.add("add", [at, ctx.i64([1])]), end, ctx.i64([1])], {"axes": (0,)})
+
+    def product(dims):  # the element count of a run of dims (1 when empty), exact in int64
+        ones = ctx.add("concat", [ctx.i64([1]), dims], {"axis": 0})
+        return ctx.add("reduce_prod", [ones], {"axes": (0,), "keepdims": True})
+
+    length = ctx.add("gather", [shape, at], {"axis": 0})
+    view = ctx.add("reshape", [x, ctx.add("concat", [product(before), length, product(after)], {"axis": 0})])
+    return view, before, after
+
+
+def _split_symbolic_axis(ctx, x, axis, sizes, n: int):
+    """``np.split`` of ``x`` along the 0-d int64 run-time ``axis`` (see ``lower_split``)."""
+    view, before_dims, after_dims = _three_axis_view(ctx, x, _runtime_axis(ctx, axis, x.rank))
+    pieces = ctx.add_multi("split", [view, sizes], {"axis": 1, "num_outputs": n})
+    outs = []
+    for i, piece in enumerate(pieces):
+        size = ctx.add("slice", [sizes, ctx.i64([i]), ctx.i64([i + 1]), ctx.i64([1])], {"axes": (0,)})
+        target = ctx.add("concat", [before_dims, size, after_dims], {"axis": 0})
+        outs.append(ctx.add("reshape", [piece, ctx.add("reshape", [target, ctx.i64([x.rank])])]))
+    return outs
 
 
 def _constant_axis(ctx, var, op: str) -> int:
@@ -282,3 +300,45 @@ def _constant_axis(ctx, var, op: str) -> int:
     if const is None:
         raise Unsupported(f"{op} along a symbolic axis (ONNX needs a constant axis)")
     return int(const)
+
+
+@lowers(Nonzero)
+def lower_nonzero(ctx, node):
+    """Nonzero(a): ``np.nonzero(a)``, one int64 vector per axis of ``a``
+    (the rows of the IR ``nonzero``, ONNX NonZero; NaN counts as nonzero,
+    -0.0 as zero). Boolean-mask indexing of compiled functions becomes this."""
+    x = ctx.get(node.inputs[0])
+    nz = ctx.add("nonzero", [x])
+    if x.rank == 1:
+        return [ctx.add("reshape", [nz, ctx.i64([-1])])]
+    rows = ctx.add_multi("split", [nz, ctx.i64([1] * x.rank)], {"axis": 0, "num_outputs": x.rank})
+    return [ctx.add("reshape", [r, ctx.i64([-1])]) for r in rows]
+
+
+@lowers(Repeat)
+def lower_repeat(ctx, node):
+    """Repeat{axis}(x, repeats): ``np.repeat(x, repeats, axis)`` with a vector
+    of counts (one per element along ``axis``, or one for all), as a
+    ``gather`` along ``axis`` of the source index of every output position.
+
+    That index vector is built in O(len + total): a 1 is added at each
+    running total ``cumsum(repeats)[:-1]`` of a zero vector of length
+    ``total + 1`` (``scatter_nd`` add: empty groups stack their marks), and
+    its running sum, cut to ``total``, is the source index. Counts are
+    non-negative (NumPy raises on a negative one; the model does not check).
+    """
+    x = ctx.get(node.inputs[0])
+    axis = node.op.axis % x.rank
+    repeats = ctx.cast(ctx.get(node.inputs[1]), INT64)
+    length = ctx.add("gather", [shape_vector(ctx, x), ctx.i64([axis])], {"axis": 0})
+    repeats = ctx.add("expand", [repeats, length])  # np.repeat broadcasts one count to every element
+    ends = ctx.add("cumsum", [repeats], {"axis": 0})
+    total = ctx.add("reduce_sum", [repeats], {"axes": (0,), "keepdims": True})
+    marks = ctx.add("expand", [ctx.scalar(0, INT64), ctx.add("add", [total, ctx.i64([1])])])
+    starts = ctx.add("slice", [ends, ctx.i64([0]), ctx.i64([-1]), ctx.i64([1])], {"axes": (0,)})
+    ones = ctx.add("expand", [ctx.scalar(1, INT64), ctx.add("shape", [starts])])
+    marks = ctx.add("scatter_nd", [marks, ctx.add("unsqueeze", [starts], {"axes": (1,)}), ones],
+                    {"reduction": "add"})
+    source = ctx.add("slice", [ctx.add("cumsum", [marks], {"axis": 0}), ctx.i64([0]), total, ctx.i64([1])],
+                     {"axes": (0,)})
+    return [ctx.add("gather", [x, source], {"axis": axis})]

@@ -16,7 +16,9 @@ Ops' ``perform`` methods:
   ``x[index] += y`` (a repeated position keeps one sum: NumPy's last, again
   undefined in ScatterND).
 * inc (AdvancedIncSubtensor1, AdvancedIncSubtensor): ``np.add.at(x, index, y)``,
-  repeated indices accumulate (ScatterND ``reduction="add"``).
+  repeated indices accumulate (ScatterND ``reduction="add"``); updates that
+  ``x``'s dtype does not hold exactly are added one by one in a loop, with
+  NumPy's unsafe cast after each add.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from pytensor.tensor.subtensor import (AdvancedIncSubtensor, AdvancedIncSubtenso
 from pytensor.tensor.type_other import MakeSlice
 
 from compiler.errors import Unsupported
+from compiler.lowering.bodies import Body
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.indexing import INT64, index_value, node_index, shape_vector
-from ir import DType
+from ir import DType, TensorType
 
 
 @lowers(Subtensor, AdvancedSubtensor)
@@ -86,15 +89,19 @@ def _write(ctx, node, index, mode: str):
     rounds once to ``x``'s dtype; so does this lowering when that dtype is
     wider than ``x``'s.
 
+    ``np.add.at`` whose updates are not exact in ``x``'s dtype (float into
+    int or bool, float64 into float32, int into bool) casts unsafely after
+    every add, in index order (``np.add.at``'s casting is ``unsafe``: float
+    into int truncates toward zero, a nonzero sum into bool is true); that
+    is ``_add_at_in_order``, a loop over the updates.
+
     Raises:
-        Unsupported: an ``np.add.at`` increment whose updates are not exact in
-            ``x``'s dtype (NumPy rounds after every repeated add); an
-            increment of an integer ``x`` by a float ``y``, which PyTensor
-            refuses at run time in its default modes (NumPy's ``same_kind``
-            casting in C/Python, a typing error in Numba).
+        Unsupported: ``x[index] += y`` (not ``np.add.at``) of an integer or
+            bool ``x`` by a float ``y``, which PyTensor refuses at run time
+            (NumPy's ``same_kind`` casting).
     """
     x, y = ctx.get(node.inputs[0]), ctx.get(node.inputs[1])
-    if mode != "set" and y.dtype.is_float and not x.dtype.is_float:
+    if mode in ("inc", "inc_buffered") and y.dtype.is_float and not x.dtype.is_float:
         raise Unsupported(f"incrementing {x.dtype} by {y.dtype}: PyTensor raises at run time (NumPy's "
                           f"same_kind casting refuses {y.dtype} into {x.dtype}); cast the increment first")
     shape = shape_vector(ctx, x)
@@ -114,13 +121,42 @@ def _write(ctx, node, index, mode: str):
         old = ctx.cast(ctx.add("gather", [flat, pos], {"axis": 0}), wide)
         updates, reduction = ctx.cast(ctx.add("add", [old, ctx.cast(y, wide)]), x.dtype), "none"
     else:
-        raise Unsupported(f"np.add.at of {y.dtype} updates into {x.dtype} rounds in {wide} after "
-                          f"every repeated add; cast the updates to {x.dtype} first")
+        updates = ctx.add("expand", [ctx.cast(y, wide), shape_vector(ctx, pos)])
+        return ctx.add("reshape", [_add_at_in_order(ctx, flat, pos, updates), shape])
     if updates.shape != pos.shape or None in pos.shape:
         updates = ctx.add("expand", [updates, shape_vector(ctx, pos)])
     where = ctx.add("unsqueeze", [pos], {"axes": [-1]})
     out = ctx.add("scatter_nd", [flat, where, updates], {"reduction": reduction})
     return ctx.add("reshape", [out, shape])
+
+
+def _add_at_in_order(ctx, flat, pos, updates):
+    """``np.add.at(flat, pos, updates)`` for ``updates`` of the wider dtype:
+    ``flat[p] = cast(flat[p] + u)`` for each ``(p, u)`` in index order, a
+    ``loop`` whose body gathers one element, adds in the wide dtype, casts
+    back and scatters it (one pass per update; every intermediate cast as
+    NumPy's)."""
+    positions = ctx.add("reshape", [pos, ctx.i64([-1])])
+    values = ctx.add("reshape", [updates, ctx.i64([-1])])
+    count = ctx.add("reshape", [ctx.add("gather", [ctx.add("shape", [positions]), ctx.i64([0])], {"axis": 0}),
+                                ctx.i64([])])
+    body = Body(ctx, "add_at")
+    b = body.ctx
+    i = body.input(TensorType(INT64, ()), "i")
+    acc = body.input(flat.type, "acc")
+    p_in = body.input(positions.type, "pos")
+    u_in = body.input(values.type, "upd")
+    p = b.add("gather", [p_in, b.add("reshape", [i, b.i64([1])])], {"axis": 0})  # i64[1]
+    old = b.cast(b.add("gather", [acc, p], {"axis": 0}), values.dtype)
+    new = b.cast(b.add("add", [old, b.add("gather", [u_in, b.add("reshape", [i, b.i64([1])])], {"axis": 0})]),
+                 flat.dtype)
+    step = b.add("scatter_nd", [acc, b.add("unsqueeze", [p], {"axes": (1,)}), new])
+    graph = body.finish([step])
+    loop = ctx.graph.create_node("loop", [count, flat, positions, values], {"num_carried": 1, "has_condition": False},
+                                 subgraphs={"body": graph})
+    loop.origins = ctx.origins
+    ctx.graph.append(loop)
+    return loop.outputs[0]
 
 
 def _size(ctx, shape, rank: int):

@@ -1,0 +1,161 @@
+"""Lowering of sorting and set ops: ``SortOp``, ``ArgSortOp``
+(``pytensor.tensor.sort``) and ``Unique`` (``pytensor.tensor.extra_ops``).
+
+All three rest on the IR ``sort`` op: NumPy's stable ascending sort (ties
+in index order, NaN last) and its permutation, emitted as ONNX TopK. A
+stable sort is one of the orders NumPy's default ``quicksort`` may give
+(values are equal either way; ``argsort`` positions of tied elements may
+differ from NumPy's unstable kinds, which promise no order) and exactly
+the order of ``kind="stable"``/``"mergesort"``.
+
+``Unique`` is built from the sort rather than ONNX Unique: onnxruntime's
+Unique has kernels for four dtypes only and merges NaN with other values,
+while ``np.unique`` (``equal_nan=True``) keeps one NaN, last.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pytensor.tensor.extra_ops import Unique
+from pytensor.tensor.sort import ArgSortOp, SortOp
+
+from compiler.errors import Unsupported
+from compiler.lowering.context import LoweringContext
+from compiler.lowering.registry import lowers
+from ir import DType, Value
+
+I64 = DType.INT64
+MAX_ROW_KEYS = 64  # Unique along an axis: one stable sort per element of a row
+
+
+def _axis(ctx: LoweringContext, node) -> int:
+    """The constant sort axis of a ``SortOp``/``ArgSortOp`` node, normalized."""
+    value = ctx.constant_value(node.inputs[1])
+    if value is None:
+        raise Unsupported(f"{node.op} along a symbolic axis (ONNX TopK needs a constant axis)")
+    rank = node.inputs[0].type.ndim
+    axis = int(value)
+    if not -rank <= axis < rank:
+        raise Unsupported(f"{node.op}: axis {axis} out of range for rank {rank}")
+    return axis % rank
+
+
+@lowers(SortOp, ArgSortOp)
+def lower_sort(ctx: LoweringContext, node) -> list[Value]:
+    """``SortOp{kind}(x, axis)`` (``np.sort``) and ``ArgSortOp{kind}(x, axis)``
+    (``np.argsort``, int64): the IR ``sort`` (stable, NaN last) along the
+    constant ``axis``. Every ``kind`` gets the stable order (see the module
+    docstring).
+
+    Raises:
+        Unsupported: a symbolic axis, or a 0-d input.
+    """
+    x = ctx.get(node.inputs[0])
+    if x.rank == 0:
+        raise Unsupported(f"{node.op} of a 0-d tensor")
+    values, perm = ctx.add_multi("sort", [x], {"axis": _axis(ctx, node)})
+    return [perm if isinstance(node.op, ArgSortOp) else values]
+
+
+def _previous(ctx: LoweringContext, v: Value, positions: Value) -> Value:
+    """``v[max(i - 1, 0)]`` along axis 0 for each ``i`` of ``positions``."""
+    back = ctx.add("maximum", [ctx.add("sub", [positions, ctx.scalar(1, I64)]), ctx.scalar(0, I64)])
+    return ctx.add("gather", [v, back], {"axis": 0})
+
+
+def _differs(ctx: LoweringContext, a: Value, b: Value) -> Value:
+    """``a != b`` elementwise with NaN equal to NaN (``np.unique``'s
+    ``equal_nan=True``)."""
+    ne = ctx.add("ne", [a, b])
+    if not a.dtype.is_float:
+        return ne
+    both_nan = ctx.add("and", [ctx.add("isnan", [a]), ctx.add("isnan", [b])])
+    return ctx.add("and", [ne, ctx.add("invert", [both_nan])])
+
+
+@lowers(Unique)
+def lower_unique(ctx: LoweringContext, node) -> list[Value]:
+    """``Unique{return_index, return_inverse, return_counts, axis}``: PyTensor's
+    ``old_np_unique`` (``np.unique`` with the inverse ravelled, as before
+    NumPy 2.0). Outputs: the sorted unique values (or unique slices along
+    ``axis``), then as asked the int64 index of each one's first occurrence,
+    the int64 inverse (one entry per element, or per slice along ``axis``)
+    and the int64 counts.
+
+    Built on a stable sort: ``s, perm = sort(x)``; a position starts a group
+    where ``s`` differs from its predecessor (NaN equal to NaN); values
+    ``s[starts]``, first occurrences ``perm[starts]`` (stable), the inverse
+    the running group number scattered back through ``perm``, the counts the
+    gaps between starts. Along an axis, the slices are rows (the axis moved
+    first, the rest flattened) sorted lexicographically by one stable sort
+    per row element, least significant first, and a row starts a group
+    where any element differs (there NumPy compares rows as records, so a
+    row holding NaN equals no other row).
+
+    Raises:
+        Unsupported: along an axis whose slices do not have a static number
+            of elements, or more than ``MAX_ROW_KEYS``.
+    """
+    op = node.op
+    x = ctx.get(node.inputs[0])
+    if op.axis is None or x.rank <= 1:
+        rows = ctx.add("reshape", [x, ctx.i64([-1])])
+        s, perm = ctx.add_multi("sort", [rows], {"axis": 0})
+        starts_mask = None
+    else:
+        axis = op.axis
+        order = [axis] + [i for i in range(x.rank) if i != axis]
+        moved = ctx.add("transpose", [x], {"perm": tuple(order)}) if axis else x
+        width = 1
+        for d in x.type.shape[:axis] + x.type.shape[axis + 1:]:
+            if not isinstance(d, int):
+                raise Unsupported(f"{op}: the slices along axis {axis} need a static number of elements")
+            width *= d
+        if width > MAX_ROW_KEYS:
+            raise Unsupported(f"{op}: slices of {width} elements (at most {MAX_ROW_KEYS}: one sort per element)")
+        rows = ctx.add("reshape", [moved, ctx.i64([-1, width])])
+        perm = None
+        for c in reversed(range(width)):  # least significant key first
+            column = ctx.add("gather", [rows, ctx.scalar(c, I64)], {"axis": 1})
+            key = column if perm is None else ctx.add("gather", [column, perm], {"axis": 0})
+            _, p = ctx.add_multi("sort", [key], {"axis": 0})
+            perm = p if perm is None else ctx.add("gather", [perm, p], {"axis": 0})
+        if perm is None:  # zero-width rows: all equal
+            length = ctx.add("gather", [ctx.add("shape", [rows]), ctx.i64([0])], {"axis": 0})
+            perm = ctx.add("range", [ctx.scalar(0, I64), ctx.add("reshape", [length, ctx.i64([])]),
+                                     ctx.scalar(1, I64)])
+        s = ctx.add("gather", [rows, perm], {"axis": 0})
+        starts_mask = True
+    n = ctx.add("reshape", [ctx.add("gather", [ctx.add("shape", [s]), ctx.i64([0])], {"axis": 0}),
+                            ctx.i64([])])
+    positions = ctx.add("range", [ctx.scalar(0, I64), n, ctx.scalar(1, I64)])
+    if starts_mask is None:
+        differs = _differs(ctx, s, _previous(ctx, s, positions))
+    else:  # NumPy compares slices as records: a NaN never equals a NaN there
+        differs = ctx.add("ne", [s, _previous(ctx, s, positions)])
+        differs = ctx.add("reduce_any", [differs], {"axes": (1,), "keepdims": False})
+    first = ctx.add("eq", [positions, ctx.scalar(0, I64)])
+    new = ctx.add("or", [first, differs])
+    starts = ctx.add("reshape", [ctx.add("nonzero", [new]), ctx.i64([-1])])
+    values = ctx.add("gather", [s, starts], {"axis": 0})
+    if starts_mask is not None:
+        shape = [ctx.i64([-1])] + [ctx.add("gather", [ctx.add("shape", [x]), ctx.i64([i])], {"axis": 0})
+                                   for i in order[1:]]
+        values = ctx.add("reshape", [values, ctx.add("concat", shape, {"axis": 0})])
+        inverse_perm = [order.index(i) for i in range(x.rank)]
+        if op.axis:
+            values = ctx.add("transpose", [values], {"perm": tuple(inverse_perm)})
+    outs = [values]
+    if op.return_index:
+        outs.append(ctx.add("gather", [perm, starts], {"axis": 0}))
+    if op.return_inverse:
+        group = ctx.add("sub", [ctx.add("cumsum", [ctx.cast(new, I64)], {"axis": 0}), ctx.scalar(1, I64)])
+        zeros = ctx.add("expand", [ctx.scalar(0, I64), ctx.add("reshape", [n, ctx.i64([1])])])
+        where = ctx.add("unsqueeze", [perm], {"axes": (1,)})
+        outs.append(ctx.add("scatter_nd", [zeros, where, group]))
+    if op.return_counts:
+        ends = ctx.add("concat", [ctx.add("slice", [starts, ctx.i64([1]), ctx.i64([np.iinfo(np.int64).max]),
+                                                    ctx.i64([1])], {"axes": (0,)}),
+                                  ctx.add("reshape", [n, ctx.i64([1])])], {"axis": 0})
+        outs.append(ctx.add("sub", [ends, starts]))
+    return outs

@@ -1,0 +1,160 @@
+"""Sorting and set ops: ``SortOp``/``ArgSortOp`` (IR ``sort``, ONNX TopK) and
+``Unique``, differentially against PyTensor from raw graphs and from
+default-mode compiled functions, in float32/float64/int/bool with ties,
+NaN, infinities and signed zeros."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.tensor.extra_ops import Unique, old_np_unique
+
+from compiler import UnsupportedOpsError, compile_to_onnx
+from tests.helpers import assert_same, check_pytensor
+
+RNG = np.random.default_rng(12)
+SPECIAL = [3.0, np.nan, 1.0, np.inf, np.nan, 1.0, -0.0, 0.0, -np.inf, 2.0, 1.0, -5.5]
+
+
+def _data(dtype, shape):
+    """Values of ``dtype`` with many ties (and NaN/inf/-0.0 for floats)."""
+    n = int(np.prod(shape))
+    if dtype == "bool":
+        return (RNG.random(n) < 0.5).reshape(shape)
+    if np.dtype(dtype).kind == "f":
+        return np.resize(np.array(SPECIAL + list(RNG.integers(-3, 3, n)), dtype=dtype), shape)
+    info = np.iinfo(dtype)
+    picks = np.array([info.min, info.max, 0, 1, 2, 1, 0, info.max], dtype=dtype)
+    return RNG.choice(picks, n).astype(dtype).reshape(shape)
+
+
+def check_function(inputs, outputs, values):
+    """The default-mode compiled function and its ONNX model agree exactly
+    (dtype, shape, values; NaN where NaN)."""
+    fn = pytensor.function(inputs, outputs)
+    want = fn(*values)
+    got = compile_to_onnx(fn).run(*values)
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert_same(g, np.asarray(w), rtol=0, atol=0, what=f"function output {i}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32", "uint8", "int8", "uint64", "bool"])
+def test_sort_and_stable_argsort(dtype):
+    x = pt.tensor("x", dtype=dtype, shape=(None, None))
+    v = _data(dtype, (4, 12))
+    outs = [pt.sort(x, axis=1), pt.argsort(x, axis=1, stable=True), pt.sort(x, axis=0),
+            pt.argsort(x, axis=0, kind="mergesort"), pt.sort(x, axis=None)]
+    check_pytensor([x], outs, [v], rtol=0, atol=0)
+
+
+def test_quicksort_argsort_is_a_valid_sorting_permutation():
+    """Default ``kind="quicksort"``: values as NumPy's; the permutation is
+    the stable one, which sorts the input and breaks ties by index."""
+    x = pt.vector("x")
+    v = _data("float64", (40,))
+    m = compile_to_onnx([x], outputs=[pt.argsort(x)])
+    (perm,) = m.run(v)
+    np.testing.assert_array_equal(perm, np.argsort(v, kind="stable"))
+
+
+def test_descending_forms():
+    """Descending sorts are written ``sort(x)[::-1]`` or ``argsort(-x)``."""
+    x = pt.vector("x", dtype="float32")
+    v = _data("float32", (12,))
+    check_pytensor([x], [pt.sort(x)[::-1], pt.argsort(-x, stable=True)], [v], rtol=0, atol=0)
+
+
+def test_sort_from_compiled_function():
+    x = pt.matrix("x")
+    v = _data("float64", (3, 12))
+    check_function([x], [pt.sort(x), pt.argsort(x, axis=0, stable=True), pt.sort(x * 2, axis=0)[0]], [v])
+
+
+def test_sort_symbolic_axis_is_unsupported():
+    x = pt.matrix("x")
+    a = pt.scalar("a", dtype="int64")
+    with pytest.raises(UnsupportedOpsError, match="symbolic axis"):
+        compile_to_onnx([x, a], outputs=[pt.sort(x, axis=a)])
+
+
+FLAGS = [(False, False, False), (True, False, False), (False, True, False), (False, False, True),
+         (True, True, True)]
+
+
+def _outputs(u):
+    return u if isinstance(u, list) else [u]
+
+
+@pytest.mark.parametrize("flags", FLAGS)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32", "bool"])
+def test_unique_flat(dtype, flags):
+    x = pt.tensor("x", dtype=dtype, shape=(None, None))
+    v = _data(dtype, (3, 8))
+    check_pytensor([x], _outputs(Unique(*flags)(x)), [v], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("flags", FLAGS)
+def test_unique_along_an_axis(flags):
+    rows = np.array([[1, 2], [0, 5], [1, 2], [0, 1], [np.nan, 1], [np.nan, 1], [1, np.nan], [-0.0, 5]])
+    x = pt.tensor("x", shape=(None, 2))
+    check_pytensor([x], _outputs(Unique(*flags, axis=0)(x)), [rows], rtol=0, atol=0)
+    y = pt.tensor("y", dtype="int32", shape=(2, None, 3))
+    v = RNG.integers(0, 2, (2, 5, 3)).astype("int32")
+    check_pytensor([y], _outputs(Unique(*flags, axis=1)(y)), [v], rtol=0, atol=0)
+
+
+def test_unique_nan_collapses_like_numpy():
+    x = pt.vector("x")
+    v = np.array([np.nan, 1.0, np.nan, -np.inf, np.inf, np.nan])
+    m = compile_to_onnx([x], outputs=_outputs(Unique(True, True, True)(x)))
+    for g, w in zip(m.run(v), old_np_unique(v, True, True, True)):
+        assert_same(g, w, rtol=0, atol=0, what="unique")
+
+
+def test_unique_empty_input():
+    x = pt.vector("x", dtype="int64")
+    check_pytensor([x], _outputs(Unique(True, True, True)(x)), [np.zeros(0, np.int64)])
+
+
+def test_unique_from_compiled_function():
+    x = pt.vector("x")
+    v = _data("float64", (15,))
+    check_function([x], _outputs(Unique(True, True, True)(x)) + [pt.extra_ops.unique(x * 2)], [v])
+
+
+def test_unique_axis_needs_static_slices():
+    x = pt.matrix("x")
+    with pytest.raises(UnsupportedOpsError, match="static number of elements"):
+        compile_to_onnx([x], outputs=[Unique(axis=0)(x)])
+
+
+# -- bool products and scans (PyTensor's output dtype is bool) -------------------------
+def test_bool_dot_matmul_batched_dot():
+    a, b = pt.matrix("a", dtype="bool"), pt.matrix("b", dtype="bool")
+    c = pt.tensor3("c", dtype="bool")
+    u = pt.vector("u", dtype="bool")
+    va, vb = RNG.random((3, 4)) < 0.3, RNG.random((4, 2)) < 0.3
+    vc, vu = RNG.random((2, 4, 4)) < 0.4, RNG.random(4) < 0.5
+    outs = [pt.dot(a, b), pt.matmul(c, c), pt.batched_dot(c, c), pt.dot(a, u), pt.dot(u, u)]
+    check_pytensor([a, b, c, u], outs, [va, vb, vc, vu])
+
+
+def test_bool_dot_from_compiled_function():
+    a, b = pt.matrix("a", dtype="bool"), pt.matrix("b", dtype="bool")
+    check_function([a, b], [pt.dot(a, b)], [RNG.random((3, 4)) < 0.3, RNG.random((4, 2)) < 0.3])
+
+
+def test_bool_cumsum_cumprod_keep_pytensors_bool_type():
+    """The declared output is bool: NumPy's int64 scan converted to bool (a
+    running OR / AND), as PyTensor's C backend stores it; its Python
+    ``perform`` returns the int64 array itself, so the reference here is
+    that array converted."""
+    x = pt.matrix("x", dtype="bool")
+    v = RNG.random((3, 5)) < 0.5
+    v[1] = False
+    outs = [pt.cumsum(x, axis=1), pt.cumprod(x, axis=0), pt.cumsum(x, axis=None)]
+    assert all(o.dtype == "bool" for o in outs)
+    want = [np.cumsum(v, axis=1) != 0, np.cumprod(v, axis=0) != 0, np.cumsum(v) != 0]
+    check_pytensor([x], outs, [v], reference=want)

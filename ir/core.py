@@ -280,6 +280,17 @@ class Graph:
             return True
         return nested and any(sub.contains_op(*ops) for node in self._nested for sub in node.subgraphs.values())
 
+    def op_names(self, nested: bool = True) -> set[str]:
+        """The op names of the nodes of this graph (and, with ``nested``, of
+        every nested graph). O(distinct op names) per graph visited: read
+        from the op index, no node is visited."""
+        names = {op for op, n in self._op_counts.items() if n}
+        if nested:
+            for node in self._nested:
+                for sub in node.subgraphs.values():
+                    names |= sub.op_names()
+        return names
+
     def create_node(self, op: str, inputs: Sequence[Value], attrs: dict[str, Any] | None = None,
                     output_types: Sequence[TensorType] | None = None, *,
                     output_names: Sequence[str | None] | None = None,

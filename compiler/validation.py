@@ -146,7 +146,10 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
         static = var.type.shape
         return tuple(None if drop_static_one and s == 1 else d for d, s in zip(value.type.shape, static))
 
-    for node in io_toposort(lowered.input_vars, lowered.output_vars):
+    if not owner:
+        return []  # no symbolic input dim: nothing to group
+    order = lowered.order if lowered.order else io_toposort(lowered.input_vars, lowered.output_vars)
+    for node in order:
         op = node.op
         if isinstance(op, Elemwise):
             union_broadcast([ir_shape(v) for v in node.inputs])

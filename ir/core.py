@@ -101,11 +101,14 @@ class Node:
                  output_types: Sequence[TensorType], output_names: Sequence[str | None] | None = None,
                  subgraphs: dict[str, "Graph"] | None = None):
         self.op = op
-        self.attrs = dict(sorted((attrs or {}).items()))
+        self.attrs = dict(sorted(attrs.items())) if attrs else {}
         self._inputs: list[Value] = []
-        names = list(output_names) if output_names is not None else [None] * len(output_types)
-        self.outputs = tuple(Value(t, n, self, i) for i, (t, n) in enumerate(zip(output_types, names)))
-        self.subgraphs = dict(subgraphs or {})
+        if len(output_types) == 1:
+            self.outputs = (Value(output_types[0], output_names[0] if output_names else None, self, 0),)
+        else:
+            names = list(output_names) if output_names is not None else [None] * len(output_types)
+            self.outputs = tuple(Value(t, n, self, i) for i, (t, n) in enumerate(zip(output_types, names)))
+        self.subgraphs = dict(subgraphs) if subgraphs else {}
         self.graph: Graph | None = None
         self._prev: Node | None = None
         self._next: Node | None = None

@@ -130,20 +130,27 @@ def conv(size: int):
 
 
 def scan(size: int):
-    """Scans of 8 steps in sequence (each body: mul, tanh, add)."""
+    """Scans of 8 steps in sequence (each body: mul, tanh, add). One scan is
+    built with ``pytensor.scan`` on a placeholder, and its Apply nodes are
+    copied onto each previous result (``clone_with_new_inputs``): calling
+    ``pytensor.scan`` or ``clone_replace`` on a long graph walks all of it,
+    which would make building the graph quadratic."""
     import pytensor
     import pytensor.tensor as pt
 
     x = y = pt.tensor("x", dtype="float32", shape=(None, WIDTH))
     a = pt.constant(np.float32(0.5))
-    per_scan = None
-    i = 0
-    while per_scan is None or i * per_scan < size:
-        ys, _ = pytensor.scan(lambda h: pt.tanh(h * a) + h, outputs_info=[y], n_steps=8)
-        y = ys[-1]
-        i += 1
-        if per_scan is None:
-            per_scan = _count_nodes([x], [y])
+    h0 = pt.tensor("h0", dtype="float32", shape=(None, WIDTH))
+    ys, _ = pytensor.scan(lambda h: pt.tanh(h * a) + h, outputs_info=[h0], n_steps=8)
+    one = ys[-1]
+    nodes = _io_toposort()([h0], [one])
+    per_scan = _count_nodes([h0], [one])
+    for _ in range(max(1, -(-size // per_scan))):
+        copies = {h0: y}
+        for node in nodes:
+            new = node.clone_with_new_inputs([copies.get(v, v) for v in node.inputs])
+            copies.update(zip(node.outputs, new.outputs))
+        y = copies[one]
     return [x], [y]
 
 

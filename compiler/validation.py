@@ -152,6 +152,9 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
     for node in order:
         op = node.op
         if isinstance(op, Elemwise):
+            values = [lowered.values.get(v) for v in node.inputs]
+            if len(values) > 1 and None not in values and all(v.type.shape == values[0].type.shape for v in values):
+                continue  # equal IR shapes: every union would join a dim with itself
             union_broadcast([ir_shape(v) for v in node.inputs])
         elif isinstance(op, (Dot, BatchedDot)) or (isinstance(op, Blockwise) and isinstance(op.core_op, Dot)):
             a, b = ir_shape(node.inputs[0]), ir_shape(node.inputs[1])

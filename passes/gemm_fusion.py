@@ -76,7 +76,8 @@ RULES = RuleSet([
     # add(matmul(a, b), c) -> gemm(a, b, c), either order, c a bias broadcasting to (M, N)
     Rule("matmul-add", Op("add", Op("matmul", Var("a"), Var("b"), name="matmul"), Var("c")), matmul_add),
     # gemm(transpose(a), transpose(b), c) -> gemm{trans_a, trans_b}(a, b, c)
-    Rule("gemm-transpose", Op("gemm", Var(), Var(), Var()), fold_transpose, guard=reads_transpose),
+    Rule("gemm-transpose", Op("gemm", Var(), Var(), Var()), fold_transpose, guard=reads_transpose,
+         needs=("transpose",)),
 ])
 
 

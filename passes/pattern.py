@@ -364,6 +364,11 @@ class Rule:
     # ``apply_rules`` skips it without matching unless a trace or the debug
     # log wants the reason. It must never be False where the rule fires.
     guard: Callable[[Node], bool] | None = None
+    # Ops the graph must hold besides the pattern's for the rule to fire (what
+    # the guard or the rewrite requires, e.g. "an input is computed by an
+    # unsqueeze"): a rule lacking one is not tried at all. Like the guard, it
+    # must never exclude a graph where the rule fires.
+    needs: tuple[str, ...] = ()
     # The sets of ops one of which a graph must hold entirely for the pattern
     # to match anywhere in it (``op_requirements``); computed once here.
     requires: tuple[frozenset[str], ...] = field(init=False, repr=False, compare=False, default=())
@@ -372,7 +377,8 @@ class Rule:
         if not self.defined_at:
             frame = sys._getframe(2)  # __post_init__ <- __init__ <- the line building the rule
             object.__setattr__(self, "defined_at", f"{frame.f_code.co_filename}:{frame.f_lineno}")
-        object.__setattr__(self, "requires", op_requirements(self.pattern))
+        needs = frozenset(self.needs)
+        object.__setattr__(self, "requires", tuple(c | needs for c in op_requirements(self.pattern)))
 
     def possible(self, ops: set[str] | frozenset[str]) -> bool:
         """Whether the pattern could match in a graph whose nodes have the op

@@ -118,3 +118,10 @@ def test_no_possible_rule_visits_no_node():
     trace: list[Miss] = []
     assert not apply_rules(g, [rule], trace=trace)
     assert [m.rule for m in trace] == ["cos-of-sigmoid"]  # a trace still hears why it missed
+
+
+def test_needs_adds_ops_to_every_requirement():
+    rule = Rule("bypass", Op("add", rest=Var()), lambda rw, m: "declines", needs=("unsqueeze",))
+    assert rule.requires == (frozenset({"add", "unsqueeze"}),)
+    assert not rule.possible({"add", "mul"})
+    assert rule.possible({"add", "unsqueeze"})

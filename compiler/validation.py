@@ -146,9 +146,15 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
         static = var.type.shape
         return tuple(None if drop_static_one and s == 1 else d for d, s in zip(value.type.shape, static))
 
-    for node in io_toposort(lowered.input_vars, lowered.output_vars):
+    if not owner:
+        return []  # no symbolic input dim: nothing to group
+    order = lowered.order if lowered.order else io_toposort(lowered.input_vars, lowered.output_vars)
+    for node in order:
         op = node.op
         if isinstance(op, Elemwise):
+            values = [lowered.values.get(v) for v in node.inputs]
+            if len(values) > 1 and None not in values and all(v.type.shape == values[0].type.shape for v in values):
+                continue  # equal IR shapes: every union would join a dim with itself
             union_broadcast([ir_shape(v) for v in node.inputs])
         elif isinstance(op, (Dot, BatchedDot)) or (isinstance(op, Blockwise) and isinstance(op.core_op, Dot)):
             a, b = ir_shape(node.inputs[0]), ir_shape(node.inputs[1])

@@ -101,22 +101,28 @@ class Node:
                  output_types: Sequence[TensorType], output_names: Sequence[str | None] | None = None,
                  subgraphs: dict[str, "Graph"] | None = None):
         self.op = op
-        self.attrs = dict(sorted((attrs or {}).items()))
-        self._inputs: list[Value] = []
-        names = list(output_names) if output_names is not None else [None] * len(output_types)
-        self.outputs = tuple(Value(t, n, self, i) for i, (t, n) in enumerate(zip(output_types, names)))
-        self.subgraphs = dict(subgraphs or {})
+        self.attrs = dict(sorted(attrs.items())) if attrs else {}
+        self._inputs: tuple[Value, ...] = ()  # immutable: ``inputs`` hands it out without a copy
+        if len(output_types) == 1:
+            self.outputs = (Value(output_types[0], output_names[0] if output_names else None, self, 0),)
+        else:
+            names = list(output_names) if output_names is not None else [None] * len(output_types)
+            self.outputs = tuple(Value(t, n, self, i) for i, (t, n) in enumerate(zip(output_types, names)))
+        self.subgraphs = dict(subgraphs) if subgraphs else {}
         self.graph: Graph | None = None
         self._prev: Node | None = None
         self._next: Node | None = None
         # the PyTensor nodes this node computes (part of); a fused node lists several
         self.origins: tuple[Origin, ...] = ()
-        for v in inputs:
-            self._add_input(v)
+        for i, v in enumerate(inputs):
+            if not isinstance(v, Value):
+                raise TypeError(f"input of {self.op} must be a Value, got {type(v).__name__}")
+            v._uses[Use(self, i)] = None
+        self._inputs = tuple(inputs)
 
     @property
     def inputs(self) -> tuple[Value, ...]:
-        return tuple(self._inputs)
+        return self._inputs
 
     @property
     def trace(self) -> str | None:
@@ -138,21 +144,21 @@ class Node:
         if not isinstance(value, Value):
             raise TypeError(f"input of {self.op} must be a Value, got {type(value).__name__}")
         use = Use(self, len(self._inputs))
-        self._inputs.append(value)
+        self._inputs += (value,)
         value._uses[use] = None
 
     def set_input(self, index: int, value: Value) -> None:
         """Make input ``index`` read ``value``, updating both use lists."""
         old = self._inputs[index]
         del old._uses[Use(self, index)]
-        self._inputs[index] = value
+        self._inputs = self._inputs[:index] + (value,) + self._inputs[index + 1:]
         value._uses[Use(self, index)] = None
 
     def drop_inputs(self) -> None:
         """Remove this node from the use lists of all its inputs."""
         for i, v in enumerate(self._inputs):
             v._uses.pop(Use(self, i), None)
-        self._inputs = []
+        self._inputs = ()
 
     def __repr__(self) -> str:
         return f"<Node {self.op}>"
@@ -279,6 +285,17 @@ class Graph:
         if any(self._op_counts.get(op) for op in ops):
             return True
         return nested and any(sub.contains_op(*ops) for node in self._nested for sub in node.subgraphs.values())
+
+    def op_names(self, nested: bool = True) -> set[str]:
+        """The op names of the nodes of this graph (and, with ``nested``, of
+        every nested graph). O(distinct op names) per graph visited: read
+        from the op index, no node is visited."""
+        names = {op for op, n in self._op_counts.items() if n}
+        if nested:
+            for node in self._nested:
+                for sub in node.subgraphs.values():
+                    names |= sub.op_names()
+        return names
 
     def create_node(self, op: str, inputs: Sequence[Value], attrs: dict[str, Any] | None = None,
                     output_types: Sequence[TensorType] | None = None, *,

@@ -144,6 +144,7 @@ class OpDef:
         for a in self.attrs.values():
             if a.kind not in ATTR_KINDS:
                 raise ValueError(f"{self.name}: unknown attribute kind {a.kind}")
+        object.__setattr__(self, "_sorted_attrs", tuple(sorted(self.attrs.items())))
 
     def normalize_attrs(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """Attributes checked against the schema, defaults filled in, sorted by name.
@@ -151,11 +152,13 @@ class OpDef:
         Raises:
             OpError: unknown attribute, missing required one, or bad value.
         """
-        unknown = set(attrs) - set(self.attrs)
+        if not attrs and not self.attrs:
+            return {}
+        unknown = [name for name in attrs if name not in self.attrs]
         if unknown:
             raise OpError(f"{self.name}: unknown attribute(s) {sorted(unknown)}")
         out = {}
-        for name, spec in sorted(self.attrs.items()):
+        for name, spec in self._sorted_attrs:
             if name in attrs:
                 out[name] = spec.coerce(self.name, name, attrs[name])
             elif spec.default is REQUIRED:
@@ -183,7 +186,8 @@ class OpDef:
             OpError: the type rule rejects the inputs, or an op with
                 ``subgraph_roles`` lacks one of its nested graphs.
         """
-        self.check_arity(len(types))
+        if self.num_inputs is not None and len(types) != self.num_inputs:
+            self.check_arity(len(types))
         consts = list(consts) if consts is not None else [None] * len(types)
         if not self.subgraph_roles:
             return list(self.infer(list(types), attrs, consts))

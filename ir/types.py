@@ -9,6 +9,8 @@ is always known, as it is in PyTensor.
 
 from __future__ import annotations
 
+import math
+
 import enum
 from dataclasses import dataclass
 from typing import Union
@@ -40,10 +42,14 @@ class DType(enum.Enum):
     FLOAT32 = "f32"
     FLOAT64 = "f64"
 
+    # Members are singletons compared by identity: hash them the same way, in C
+    # (Enum's own __hash__ runs Python code, and types are hashed everywhere).
+    __hash__ = object.__hash__
+
     @property
     def numpy(self) -> np.dtype:
         """The NumPy dtype of this element type."""
-        return _TO_NUMPY[self]
+        return self._numpy
 
     @classmethod
     def from_numpy(cls, dtype) -> "DType":
@@ -86,6 +92,8 @@ _TO_NUMPY = {d: np.dtype(n) for d, n in zip(DType, [
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64"])}
 _FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items()}
+for _d, _n in _TO_NUMPY.items():
+    _d._numpy = _n
 
 
 @dataclass(frozen=True)
@@ -135,7 +143,7 @@ class TensorType:
         """Number of elements when the shape is static, else None."""
         if not self.is_static:
             return None
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     def with_shape(self, shape) -> "TensorType":
         return TensorType(self.dtype, tuple(shape))

@@ -145,8 +145,8 @@ ONES = ConstEq(1)
 INNER = {"name": "inner", "single_use": False}
 
 RULES = RuleSet([
-    *(Rule("bypass-leading-unsqueeze", Op(op, rest=Var()), bypass_leading_unsqueeze, guard=reads("unsqueeze"))
-      for op in sorted(ops_with(BROADCASTING))),                                                   # 1
+    *(Rule("bypass-leading-unsqueeze", Op(op, rest=Var()), bypass_leading_unsqueeze, guard=reads("unsqueeze"),
+           needs=("unsqueeze",)) for op in sorted(ops_with(BROADCASTING))),                                                   # 1
     Rule("cast-to-own-dtype", Op("cast", x, where=casts_to_own_dtype), _input),                    # 2
     Rule("identity-transpose", Op("transpose", x, where=identity_perm), _input),                   # 2
     Rule("reshape-to-itself", Op("reshape", x, Var(), where=static_to_itself), _input),            # 2

@@ -460,7 +460,7 @@ RULES = RuleSet([
     *(Rule("channel-sum", root, recover_conv) for root in _channel_sums(CV)),
     *(Rule("strided-channel-sum", root, recover_conv) for root in _channel_sums(STRIDED_CV)),
     # f(conv(x, W)[:, :, :h, :w], b) -> f(conv(x, W), b)[:, :, :h, :w]
-    *(Rule("crop-sink", Op(op, rest=Var()), sink_crop, guard=_reads_crop) for op in SINK_OPS),
+    *(Rule("crop-sink", Op(op, rest=Var()), sink_crop, guard=_reads_crop, needs=("slice",)) for op in SINK_OPS),
     # conv(pad(x, 0), W) -> conv{pads}(x, W)
     Rule("conv-pad", Op("conv", PAD, Var("w"), rest=Var("b")), fold_pad),
     # conv(x, W)[:, :, ::s, ::s] -> conv{strides=s}(x, W)

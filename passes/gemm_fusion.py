@@ -67,11 +67,17 @@ def fold_transpose(rw: Rewriter, m: Match) -> Value | str:
     return rw.add("gemm", inputs, attrs)
 
 
+def reads_transpose(node) -> bool:
+    """Guard of rule 2: an operand of the gemm is computed by a transpose."""
+    return any(v.producer is not None and v.producer.op == "transpose" for v in node.inputs[:2])
+
+
 RULES = RuleSet([
     # add(matmul(a, b), c) -> gemm(a, b, c), either order, c a bias broadcasting to (M, N)
     Rule("matmul-add", Op("add", Op("matmul", Var("a"), Var("b"), name="matmul"), Var("c")), matmul_add),
     # gemm(transpose(a), transpose(b), c) -> gemm{trans_a, trans_b}(a, b, c)
-    Rule("gemm-transpose", Op("gemm", Var(), Var(), Var()), fold_transpose),
+    Rule("gemm-transpose", Op("gemm", Var(), Var(), Var()), fold_transpose, guard=reads_transpose,
+         needs=("transpose",)),
 ])
 
 

@@ -364,11 +364,65 @@ class Rule:
     # ``apply_rules`` skips it without matching unless a trace or the debug
     # log wants the reason. It must never be False where the rule fires.
     guard: Callable[[Node], bool] | None = None
+    # Ops the graph must hold besides the pattern's for the rule to fire (what
+    # the guard or the rewrite requires, e.g. "an input is computed by an
+    # unsqueeze"): a rule lacking one is not tried at all. Like the guard, it
+    # must never exclude a graph where the rule fires.
+    needs: tuple[str, ...] = ()
+    # The sets of ops one of which a graph must hold entirely for the pattern
+    # to match anywhere in it (``op_requirements``); computed once here.
+    requires: tuple[frozenset[str], ...] = field(init=False, repr=False, compare=False, default=())
 
     def __post_init__(self):
         if not self.defined_at:
             frame = sys._getframe(2)  # __post_init__ <- __init__ <- the line building the rule
             object.__setattr__(self, "defined_at", f"{frame.f_code.co_filename}:{frame.f_lineno}")
+        needs = frozenset(self.needs)
+        object.__setattr__(self, "requires", tuple(c | needs for c in op_requirements(self.pattern)))
+
+    def possible(self, ops: set[str] | frozenset[str]) -> bool:
+        """Whether the pattern could match in a graph whose nodes have the op
+        names ``ops`` (False: it surely cannot; see ``op_requirements``)."""
+        return any(clause <= ops for clause in self.requires)
+
+
+MAX_CLAUSES = 64  # op_requirements keeps at most this many alternative op sets
+
+
+def op_requirements(p: Pattern) -> tuple[frozenset[str], ...]:
+    """The op sets one of which a graph must hold entirely for ``p`` to
+    match a value in it (a disjunction of conjunctions): an ``Op`` needs its
+    op and one requirement of each input pattern; an ``AnyOf`` one
+    requirement of any alternative; ``Var``, ``Const``, ``rest`` and
+    unknown pattern classes need nothing. Past ``MAX_CLAUSES`` alternatives
+    the ops common to all of them stand for the whole (still a necessary
+    condition, only weaker). Subsumed sets are dropped.
+
+    Returns:
+        A tuple of frozensets of op names; ``(frozenset(),)`` when nothing
+        is required.
+    """
+    clauses = _requirements(p)
+    minimal = [c for c in clauses if not any(o < c for o in clauses)]
+    return tuple(dict.fromkeys(sorted(minimal, key=sorted)))
+
+
+def _requirements(p: Pattern) -> list[frozenset[str]]:
+    if isinstance(p, Op):
+        clauses = [frozenset((p.op,))]
+        for q in p.inputs:
+            clauses = _bounded([c | d for c in clauses for d in _requirements(q)])
+        return clauses
+    if isinstance(p, AnyOf):
+        return _bounded([c for q in p.alternatives for c in _requirements(q)])
+    return [frozenset()]
+
+
+def _bounded(clauses: list[frozenset[str]]) -> list[frozenset[str]]:
+    clauses = list(dict.fromkeys(clauses))
+    if len(clauses) <= MAX_CLAUSES:
+        return clauses
+    return [frozenset.intersection(*clauses)]
 
 
 class RuleSet:
@@ -425,24 +479,54 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
         RuntimeError: more than ``max_rewrites`` rewrites (a rule set that
             does not terminate).
     """
-    by_op: dict[str, list[Rule]] = {}
-    for rule in rules:
-        by_op.setdefault(rule.pattern.op, []).append(rule)
-    if not graph.contains_op(*by_op):
-        return False  # no root op in any graph: O(number of root ops), no node visited
-    # (rule, the ops its root's inputs must be produced by), per root op
-    checks = {op: [(rule, _child_ops(rule.pattern)) for rule in rules_of] for op, rules_of in by_op.items()}
+    rules = list(rules)
+    # A trace or the debug log wants every rule's reason for missing: no op filter then.
+    quick = trace is None and not log.isEnabledFor(logging.DEBUG)
+    active = _ActiveRules(rules, graph.op_names() if quick else None)
+    if not active.by_op:
+        return False  # no rule can match: O(op names), no node visited
+    by_op = {rule.pattern.op for rule in rules}
     changed = False
     for g, reserved in walk_scopes(graph):  # nested bodies too, each on its own
         if any(g.op_count(op) for op in by_op):
-            changed |= _apply_in(g, by_op, checks, trace, max_rewrites, reserved)
+            changed |= _apply_in(g, by_op, active, trace, max_rewrites, reserved)
     return changed
 
 
-def _apply_in(graph: Graph, by_op: dict[str, list[Rule]], checks: dict, trace: list[Miss] | None,
+class _ActiveRules:
+    """The rules that could match given the op names present in the graph
+    (``Rule.possible``), per root op, each with the ops its root's inputs
+    must be produced by (``_child_ops``). ``add_ops`` widens the set when a
+    rewrite creates an op that was absent, so a rule is never skipped on a
+    node it could match: the engine visits the same nodes in the same order
+    as without this filter, it only skips rules that surely decline."""
+
+    def __init__(self, rules: list[Rule], ops: set[str] | None):
+        self.rules = rules
+        self.ops = set(ops) if ops is not None else None  # None: every rule is active
+        self._update()
+
+    def add_ops(self, ops: Iterable[str]) -> None:
+        """Note the op names of new nodes; recompute if one was absent."""
+        if self.ops is None:
+            return
+        new = [op for op in ops if op not in self.ops]
+        if new:
+            self.ops.update(new)
+            self._update()
+
+    def _update(self) -> None:
+        self.by_op: dict[str, list[tuple[Rule, frozenset[str]]]] = {}
+        for rule in self.rules:
+            if self.ops is None or rule.possible(self.ops):
+                self.by_op.setdefault(rule.pattern.op, []).append((rule, _child_ops(rule.pattern)))
+
+
+def _apply_in(graph: Graph, by_op: set[str], active: _ActiveRules, trace: list[Miss] | None,
               max_rewrites: int | None, reserved: set[str]) -> bool:
     """``apply_rules`` on the nodes of one graph (not its nested graphs);
-    new constants avoid the ``reserved`` names."""
+    new constants avoid the ``reserved`` names. ``by_op``: every rule's root
+    op (the nodes visited); ``active``: the rules that may match."""
     # Without a trace or debug log, a rule whose pattern's skeleton (ops,
     # arities, constants; two levels deep) cannot fit is skipped before the
     # full match builds its reasons for missing.
@@ -459,7 +543,7 @@ def _apply_in(graph: Graph, by_op: dict[str, list[Rule]], checks: dict, trace: l
         queued.discard(node)
         if node.graph is not graph:
             continue
-        rules_here = checks.get(node.op, ())
+        rules_here = active.by_op.get(node.op, ())
         if quick and rules_here:
             have = {v.producer.op for v in node._inputs if v.producer is not None}
         for rule, needs in rules_here:
@@ -475,6 +559,7 @@ def _apply_in(graph: Graph, by_op: dict[str, list[Rule]], checks: dict, trace: l
             if budget < 0:
                 raise RuntimeError(f"rule set does not terminate (last rule: {rule.name} at {rule.defined_at})")
             old = node.output
+            active.add_ops(n.op for n in rw.created)
             touched = [use.node for use in old.uses()] + rw.created
             graph.replace_all_uses(old, new)
             if old in outputs:

@@ -143,6 +143,7 @@ class EmitContext:
         self.opset = opset
         self.functions: dict[tuple[str, str], oir.Function] = {}
         self._consts: dict[tuple, oir.Value] = {}
+        self._stamps: dict[tuple, tuple[str, str]] = {}  # provenance texts per origins tuple
 
     # -- building blocks ----------------------------------------------------
     def op(self, op_type: str, *inputs: oir.Value | None, num_outputs: int = 1, **attrs):
@@ -155,7 +156,7 @@ class EmitContext:
         node = oir.node(op_type, list(inputs), attrs or None, outputs=outputs,
                         name=self.namer.fresh(f"{op_type}_node"))
         if self.node is not None:
-            stamp(node, self.node.origins)
+            stamp(node, self.node.origins, self._stamps)
         self.nodes.append(node)
         return outputs[0] if num_outputs == 1 else tuple(outputs)
 
@@ -171,7 +172,8 @@ class EmitContext:
     def initializer(self, array: np.ndarray, base: str) -> oir.Value:
         """A new initializer holding ``array`` named after ``base`` (made unique)."""
         name = self.namer.fresh(base)
-        value = oir.val(name, const_value=oir.tensor(np.asarray(array, order="C"), name=name))
+        # oir.Tensor directly: oir.tensor would first test the array against runtime protocols (slow)
+        value = oir.val(name, const_value=oir.Tensor(np.asarray(array, order="C"), name=name))
         self.initializers.append(value)
         return value
 
@@ -209,7 +211,7 @@ class EmitContext:
         call = oir.node(name, list(inputs), domain=FUNCTION_DOMAIN, overload=overload, outputs=[out],
                         name=self.namer.fresh(f"{name}_node"))
         if self.node is not None:
-            stamp(call, self.node.origins)
+            stamp(call, self.node.origins, self._stamps)
         self.nodes.append(call)
         return out
 
@@ -255,4 +257,4 @@ class FunctionContext(EmitContext):
 
     def initializer(self, array: np.ndarray, base: str) -> oir.Value:
         """A Constant node holding ``array`` (functions have no initializers)."""
-        return self.op("Constant", value=oir.tensor(np.asarray(array, order="C")))
+        return self.op("Constant", value=oir.Tensor(np.asarray(array, order="C")))

@@ -8,6 +8,7 @@ friends), never modified. Every unsupported node is collected, and a single
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -100,6 +101,7 @@ class LoweredGraph:
     output_vars: list
     baked_shared: list
     values: dict = field(default_factory=dict)  # PyTensor variable -> IR value, as lowered
+    order: list = field(default_factory=list)  # the Apply nodes lowered, in topological order
 
 
 def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
@@ -157,16 +159,18 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
         input_vars.append(var)
 
     roots = spec.inputs + extra_shared
-    constants = ctx.constants = ConstantEvaluator(io_toposort(roots, spec.outputs), set(baked))
-    lower_apply_nodes(ctx, roots, spec.outputs, constants=constants)
+    order = io_toposort(roots, spec.outputs)
+    constants = ctx.constants = ConstantEvaluator(order, set(baked))
+    lower_apply_nodes(ctx, roots, spec.outputs, constants=constants, order=order)
     graph.set_outputs([ctx.get(v) for v in spec.outputs])
     if options.dropped:
         warnings.warn(DroppedAssertionWarning(options.dropped), stacklevel=3)
-    return LoweredGraph(graph, input_vars, list(spec.outputs), baked, dict(ctx.values))
+    return LoweredGraph(graph, input_vars, list(spec.outputs), baked, dict(ctx.values), order)
 
 
 def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence, *,
-                      source: str | None = None, constants: ConstantEvaluator | None = None) -> None:
+                      source: str | None = None, constants: ConstantEvaluator | None = None,
+                      order: Sequence | None = None) -> None:
     """Lower every Apply node between ``inputs`` and ``outputs`` (PyTensor
     variables) in topological order, recording each output's IR value in
     ``ctx.values``. The IR values of ``inputs`` must already be in
@@ -177,7 +181,8 @@ def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence,
     source line, or with ``source`` when given (an inlined body reports the
     line that called it).
 
-    A constant node (``constants``, ``const_eval.py``) that cannot be
+    ``order``: ``io_toposort(inputs, outputs)`` when the caller has it
+    already. A constant node (``constants``, ``const_eval.py``) that cannot be
     lowered is evaluated by PyTensor and its outputs become IR constants.
 
     The outputs of a failed node are stood in for by placeholder graph
@@ -191,10 +196,10 @@ def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence,
     """
     failures: list[UnsupportedOccurrence] = []
     placeholders: set = set()  # variables computed from a failed node's outputs
-    for node in io_toposort(list(inputs), list(outputs)):
+    for node in order if order is not None else io_toposort(list(inputs), list(outputs)):
         ctx.source = source if source is not None else source_line(node)
-        ctx.op_label = op_label(node.op)
-        downstream = any(v in placeholders for v in node.inputs)
+        ctx.op_label = op_label(node.op, ctx.memo)
+        downstream = bool(placeholders) and any(v in placeholders for v in node.inputs)
         rule = find_rule(node.op)
         try:
             if rule is None:
@@ -290,22 +295,39 @@ def source_line(node) -> str | None:
         trace = getattr(out.tag, "trace", None)
         if trace:
             frames = trace[0] if isinstance(trace[0], list) else trace
-            frames = [f for f in frames if not str(f[0]).startswith(_LIBRARY_DIRS)] or frames
             if frames:
-                # the last frame outside PyTensor, else the last frame
-                f = next((f for f in reversed(frames) if not str(f[0]).startswith(_PYTENSOR_DIR)), frames[-1])
-                return f"{f[0]}:{f[1]}" + (f" ({f[3].strip()})" if len(f) > 3 and f[3] else "")
+                # the last frame outside the libraries; else (all library frames) the last
+                # frame outside PyTensor; else the last frame
+                f = next((f for f in reversed(frames) if not str(f[0]).startswith(_LIBRARY_DIRS)), None)
+                if f is None:
+                    f = next((f for f in reversed(frames) if not str(f[0]).startswith(_PYTENSOR_DIR)), frames[-1])
+                return _frame_text(tuple(f))
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _frame_text(f: tuple) -> str:
+    """``file:line (code)`` of a trace frame (many nodes share a line: cached)."""
+    return f"{f[0]}:{f[1]}" + (f" ({f[3].strip()})" if len(f) > 3 and f[3] else "")
 
 
 _PYTENSOR_DIR = os.path.dirname(pytensor.__file__) + os.sep
 _LIBRARY_DIRS = (_PYTENSOR_DIR, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "nn") + os.sep)
 
 
-def op_label(op) -> str:
-    """A short printable name for a PyTensor op."""
+def op_label(op, memo: dict | None = None) -> str:
+    """A short printable name for a PyTensor op. ``memo`` (a dict kept for
+    one lowering, e.g. ``LoweringContext.memo``) remembers it per op object:
+    ops are immutable and many nodes share one."""
+    if memo is not None:
+        hit = memo.get(("op-label", id(op)))
+        if hit is not None:
+            return hit[1]
     text = str(op)
-    return text if len(text) <= 80 else text[:77] + "..."
+    text = text if len(text) <= 80 else text[:77] + "..."
+    if memo is not None:
+        memo[("op-label", id(op))] = (op, text)  # the op is kept alive, so its id is not reused meanwhile
+    return text
 
 
 def _unique(name: str, used: set[str], next_suffix: dict[str, int]) -> str:

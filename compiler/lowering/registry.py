@@ -38,7 +38,19 @@ def find_in_mro(table: dict, op) -> Any:
     ``op``'s MRO that has one (``op`` an instance or a class), or None.
     Every class-keyed table of the lowering is read through this."""
     cls = op if isinstance(op, type) else type(op)
-    return next((table[c] for c in cls.__mro__ if c in table), None)
+    cached = _MRO_CACHE.get(id(table))
+    if cached is None or cached[0] is not table or cached[1] != len(table):
+        # tables only grow (a class registers once), so their size tells a stale cache
+        cached = _MRO_CACHE[id(table)] = (table, len(table), {})
+    found = cached[2].get(cls, _MISSING)
+    if found is _MISSING:
+        found = cached[2][cls] = next((table[c] for c in cls.__mro__ if c in table), None)
+    return found
+
+
+_MISSING = object()
+# id(table) -> (table, its size when cached, class -> entry); the table is kept so its id stays its own
+_MRO_CACHE: dict[int, tuple[dict, int, dict]] = {}
 
 
 lowers = class_table_decorator(_RULES, "lowering")

@@ -32,6 +32,8 @@ def broadcast_dims(a: Dim, b: Dim, op: str) -> Dim:
 
 def broadcast_shapes(shapes: Sequence[tuple], op: str) -> tuple:
     """NumPy broadcast of several shapes (right-aligned)."""
+    if shapes and all(s == shapes[0] for s in shapes):
+        return tuple(shapes[0])  # equal shapes broadcast to themselves (the common case)
     rank = max((len(s) for s in shapes), default=0)
     out: list[Dim] = [1] * rank
     for s in shapes:
@@ -51,8 +53,7 @@ def same_dtype(types: Sequence[TensorType], op: str) -> DType:
 def check_dtype(t: TensorType, allowed: str, op: str, what: str = "input") -> None:
     """OpError unless ``t.dtype`` is in the class ``allowed``: a string of the
     letters b (bool), i (signed int), u (unsigned int), f (float)."""
-    kind = {"b": "b", "i": "i", "u": "u", "f": "f"}
-    if t.dtype.numpy.kind not in "".join(kind[c] for c in allowed):
+    if t.dtype.numpy.kind not in allowed:  # the letters are NumPy's dtype kinds
         names = {"b": "bool", "i": "signed int", "u": "unsigned int", "f": "float"}
         raise OpError(f"{op}: {what} dtype {t.dtype} is not {' or '.join(names[c] for c in allowed)}")
 

@@ -17,7 +17,7 @@ from pytensor.tensor.elemwise import Elemwise
 from compiler.lowering.compat import scalar_op_key
 from compiler.lowering.context import LoweringContext
 from compiler.lowering.registry import lowers
-from compiler.lowering.rules.scalar_ops import lower_scalar_graph
+from compiler.lowering.rules.scalar_ops import lower_scalar_graph, lower_scalar_node
 from ir import Value
 
 
@@ -39,7 +39,11 @@ def lower_elemwise(ctx: LoweringContext, node) -> list[Value]:
     if scalar_node is None:  # one scalar Apply per scalar op and input dtypes, not one per node
         scalar_node = node.op.scalar_op.make_node(*(ps.get_scalar_type(v.type.dtype)() for v in node.inputs))
         ctx.memo[key] = scalar_node
-    return lower_scalar_graph(ctx, scalar_node.inputs, scalar_node.outputs, [ctx.get(v) for v in node.inputs])
+    args = [ctx.get(v) for v in node.inputs]
+    if not isinstance(node.op.scalar_op, ps.Composite):
+        # one scalar node reading every input: its outputs already broadcast over all of them
+        return lower_scalar_node(ctx, scalar_node, args)
+    return lower_scalar_graph(ctx, scalar_node.inputs, scalar_node.outputs, args)
 
 
 @lowers(ps.ScalarOp)

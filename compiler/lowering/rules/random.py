@@ -124,6 +124,13 @@ def lower_random_with_core_shape(ctx: LoweringContext, node) -> list[Value | Non
 
 
 def _draw(ctx: LoweringContext, op, rng, size, params, out) -> Value:
+    """The IR value of the draw ``out`` of random variable ``op`` with
+    generator ``rng``, ``size`` (or ``NoneConst``) and parameters ``params``
+    (PyTensor variables), under ``ctx.options.random``.
+
+    The table is keyed by the exact class, not the MRO: a subclass may
+    reparametrize its distribution, so it stays unsupported until listed.
+    """
     policy = ctx.options.random
     if policy is None:
         raise Unsupported("random variables need compile_to_onnx(..., random='inputs') (noise as model inputs) "

@@ -64,6 +64,10 @@ class CompiledModel:
         external_data_threshold: initializer bytes past which ``save`` and
             ``session`` keep the weights in an external data file
             (protobuf's 2 GB limit by default).
+        random_inputs: under ``random="inputs"``, one
+            ``compiler.lowering.rules.random.RandomInput`` per noise input
+            (name, distribution, ``"normal"``/``"uniform"`` noise, dtype,
+            shape, source line), in input order after ``input_variables``.
     """
 
     onnx_model: Any
@@ -77,6 +81,7 @@ class CompiledModel:
     timings: dict[str, float] = field(default_factory=dict)
     equal_dims: list = field(default_factory=list)
     external_data_threshold: int = PROTOBUF_LIMIT
+    random_inputs: list = field(default_factory=list)
     _model: Any = field(default=None, repr=False)
     _session: Any = field(default=None, repr=False)
     _tmpdir: Any = field(default=None, repr=False)
@@ -184,7 +189,8 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
                     numerics: str = "fast",
                     check_passes: int = 0, reproducer_dir: str | os.PathLike | None = None,
                     opt_bisect_limit: int | None = None,
-                    external_data_threshold: int = PROTOBUF_LIMIT, assertions: str = "drop") -> CompiledModel:
+                    external_data_threshold: int = PROTOBUF_LIMIT, assertions: str = "drop",
+                    random: str | None = None) -> CompiledModel:
     """Compile a PyTensor graph into an ONNX model.
 
     Args:
@@ -227,6 +233,13 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
             ``DroppedAssertionWarning`` lists them with their source lines)
             or ``"nan"`` (the guarded value is NaN where a condition fails).
             PyMC's ``CheckParameterValue`` is always ``where(cond, x, -inf)``.
+        random: what random variables become (``compiler/lowering/rules/random.py``):
+            None (default: unsupported), ``"inputs"`` (each draw is an exact
+            transform of standard noise that is a new model input, after the
+            others; described by ``CompiledModel.random_inputs``) or
+            ``"onnx"`` (the noise comes from ONNX ``RandomUniformLike``/
+            ``RandomNormalLike`` nodes seeded from the PyTensor generator's
+            state: new draws at every run). Generator updates are dropped.
         numerics: ``"fast"`` (default): the fastest ONNX form within the
             numerics contract (README "Numerics contract": exact dtypes,
             integer results, rounding, comparisons, NaN/inf positions and
@@ -256,7 +269,8 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
         exported as ``compiler.CompileError``; the hierarchy is drawn in
         ``ir/errors.py``):
 
-        ValueError: an unknown ``assertions`` mode; ``numerics`` is not ``"fast"`` or ``"strict"``, or
+        ValueError: an unknown ``assertions`` mode or ``random`` policy,
+            ``check_dynamic`` with a ``random`` policy; ``numerics`` is not ``"fast"`` or ``"strict"``, or
             ``emit_options`` also sets it.
         TypeError, ValueError: a bad argument (``passes``, ``opset``,
             ``emit_options``, empty ``outputs``, an input given twice; see
@@ -282,7 +296,8 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
     with _gc_paused():
         return _compile(graph, passes, outputs, opset, dump_ir, bake_shared, verify_each_pass, keep_ir,
                         full_weights, name, emit_options, input_shapes, example_inputs, check_dynamic, value_info,
-                        numerics, check_passes, reproducer_dir, opt_bisect_limit, external_data_threshold, assertions)
+                        numerics, check_passes, reproducer_dir, opt_bisect_limit, external_data_threshold, assertions,
+                        random)
 
 
 @contextlib.contextmanager
@@ -305,11 +320,15 @@ def _gc_paused():
 def _compile(graph, passes, outputs, opset, dump_ir, bake_shared, verify_each_pass, keep_ir, full_weights,
              name, emit_options, input_shapes, example_inputs, check_dynamic, value_info,
              numerics, check_passes, reproducer_dir, opt_bisect_limit,
-             external_data_threshold, assertions) -> CompiledModel:
+             external_data_threshold, assertions, random) -> CompiledModel:
     start = time.perf_counter()
     check_compile_args(passes=passes, opset=opset, emit_options=emit_options, bake_shared=bake_shared,
                        verify_each_pass=verify_each_pass, name=name)
-    lowered = lower(graph_spec(graph, outputs), bake_shared=bake_shared, name=name, assertions=assertions)
+    if check_dynamic and random is not None:
+        raise ValueError("check_dynamic compares the model with PyTensor, which random draws cannot match; "
+                         "use it without random=")
+    lowered = lower(graph_spec(graph, outputs), bake_shared=bake_shared, name=name, assertions=assertions,
+                    random=random)
     ir_graph = lowered.graph
     equal_dims = equal_dim_groups(lowered)
     example_sizes = shapes.apply_input_shapes(ir_graph, lowered.input_vars, input_shapes, example_inputs)
@@ -362,7 +381,8 @@ def _compile(graph, passes, outputs, opset, dump_ir, bake_shared, verify_each_pa
     compiled = CompiledModel(onnx_model, ir_graph, history, [v.name for v in ir_graph.inputs],
                              [o.name for o in onnx_model.graph.outputs], end - start, timings=timings,
                              input_variables=list(lowered.input_vars), rewrites=rewrites,
-                             equal_dims=equal_dims, external_data_threshold=external_data_threshold)
+                             equal_dims=equal_dims, external_data_threshold=external_data_threshold,
+                             random_inputs=list(lowered.random_inputs))
     if check_dynamic:
         shapes.check_dynamic(compiled.model, ir_graph, lowered.input_vars, lowered.output_vars,
                              example_sizes=example_sizes, session=compiled.session)

@@ -38,7 +38,11 @@ NO_NEG_INF = "no_neg_inf"
 ROW_MAJOR_VIEW = "row_major_view"
 """Its result holds its first input's elements in the same row-major order,
 only the shape changes (``reshape``, ``squeeze``, ``unsqueeze``, ``flatten``)."""
-TRAITS = frozenset({ELEMENTWISE, BROADCASTING, TOTAL, TOTAL_ON_FLOATS, NO_NEG_INF, ROW_MAJOR_VIEW})
+RANDOM = "random"
+"""Draws from a random-number stream: each evaluation by the runtime gives new
+values (the NumPy ``evaluate`` draws from its ``seed`` attribute, so the
+interpreter is reproducible). Never folded at compile time."""
+TRAITS = frozenset({ELEMENTWISE, BROADCASTING, TOTAL, TOTAL_ON_FLOATS, NO_NEG_INF, ROW_MAJOR_VIEW, RANDOM})
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ Rules:
 1. A node whose inputs are all constants and whose outputs have static
    shapes of at most ``max_elements`` elements in total is replaced by
    constants computed with the op's NumPy reference (``OpDef.evaluate``,
-   the semantics the interpreter runs and the emitter implements)::
+   the semantics the interpreter runs and the emitter implements); ops
+   with the ``random`` trait never fold (a draw is new at every run)::
 
        const %two: f32[] = 2.0              const %two: f32[] = 2.0
        const %c: f32[3] = [1.0, 2.0, 3.0]   const %c: f32[3] = [1.0, 2.0, 3.0]
@@ -42,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ir import Graph, Node, TensorType, get_op
+from ir.opdef import RANDOM
 from ir.transforms import FOLD_MAX_ELEMENTS, add_fresh_constant, walk_scopes
 from passes.base import Pass, register_pass
 
@@ -84,7 +86,7 @@ class ConstantFolding(Pass):
     def _fold(self, node: Node) -> list[np.ndarray] | None:
         """The output arrays of ``node`` if it can be folded, else None (with
         the reason logged at debug level)."""
-        if node.subgraphs:
+        if node.subgraphs or get_op(node.op).has(RANDOM):  # a draw is new at every run
             return None
         if node.op == "shape" and node.inputs[0].type.is_static:
             return [np.array(node.inputs[0].shape, dtype=np.int64)]

@@ -12,8 +12,8 @@ Rules:
        return %y
 
 2. Two nodes with equal op, attributes, inputs and output types compute the
-   same values (every IR op is pure); the later one is replaced by the
-   earlier. Commutative ops (``OpDef.commutative``) compare their inputs in
+   same values (every IR op is pure, except the ``random`` ones, which are
+   never merged); the later one is replaced by the earlier. Commutative ops (``OpDef.commutative``) compare their inputs in
    a canonical order, so ``add(%x, %y)`` and ``add(%y, %x)`` merge::
 
        %a: f32[3] = add(%x, %y)             %a: f32[3] = add(%x, %y)
@@ -39,6 +39,7 @@ from typing import Any, Hashable
 import numpy as np
 
 from ir import Graph, Value, get_op
+from ir.opdef import RANDOM
 from ir.transforms import walk_graphs
 from passes.base import Pass, register_pass
 
@@ -66,7 +67,7 @@ def _merge_in(graph: Graph) -> bool:
         number[v] = len(number)
     seen: dict[Hashable, Any] = {}
     for node in graph:
-        if not node.subgraphs:
+        if not node.subgraphs and not get_op(node.op).has(RANDOM):  # two draws are two draws
             operands = [number[v] for v in node.inputs]
             if get_op(node.op).commutative:
                 operands.sort()

@@ -15,6 +15,7 @@ from ir import DType, Graph, Origin, TensorType, Value
 
 
 ASSERTION_MODES = ("drop", "nan")
+RANDOM_POLICIES = (None, "inputs", "onnx")
 
 
 @dataclass
@@ -27,14 +28,26 @@ class LoweringOptions:
             ``dropped``) or ``"nan"`` (the value poisoned with NaN where a
             condition fails).
         dropped: (op label, source line) of every assertion dropped so far.
+        random: what random variables become (``rules/random.py``): None
+            (unsupported), ``"inputs"`` (noise as model inputs) or
+            ``"onnx"`` (ONNX random ops).
+        random_inputs: the ``RandomInput`` of every noise input made so far.
+        random_count: random nodes made so far (each gets its own seed).
+        main_graph: the top-level graph (noise inputs can only go there).
     """
 
     assertions: str = "drop"
     dropped: list = field(default_factory=list)
+    random: str | None = None
+    random_inputs: list = field(default_factory=list)
+    random_count: int = 0
+    main_graph: Graph | None = None
 
     def __post_init__(self):
         if self.assertions not in ASSERTION_MODES:
             raise ValueError(f"assertions must be one of {ASSERTION_MODES}, got {self.assertions!r}")
+        if self.random not in RANDOM_POLICIES:
+            raise ValueError(f"random must be one of {RANDOM_POLICIES}, got {self.random!r}")
 
 
 class LoweringContext:

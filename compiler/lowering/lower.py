@@ -18,6 +18,9 @@ import pytensor
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import graph_inputs, io_toposort
+from pytensor.scalar import ScalarType
+from pytensor.tensor.random.type import RandomType
+from pytensor.tensor.type import TensorType as PtTensorType
 
 from compiler.errors import (CompileError, DroppedAssertionWarning, LoweringError, Unsupported, UnsupportedOccurrence,
                              UnsupportedOpsError)
@@ -102,10 +105,11 @@ class LoweredGraph:
     baked_shared: list
     values: dict = field(default_factory=dict)  # PyTensor variable -> IR value, as lowered
     order: list = field(default_factory=list)  # the Apply nodes lowered, in topological order
+    random_inputs: list = field(default_factory=list)  # rules/random.py RandomInput, after input_vars
 
 
 def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
-          assertions: str = "drop") -> LoweredGraph:
+          assertions: str = "drop", random: str | None = None) -> LoweredGraph:
     """Lower ``spec`` to IR.
 
     Shared variables become constants named after the variable (a copy of
@@ -115,16 +119,18 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
     Constant subgraphs are evaluated by PyTensor (``const_eval.py``).
     ``assertions`` ("drop" or "nan") is what assertions become
     (``rules/assertions.py``); dropped ones are listed in one
-    ``DroppedAssertionWarning``.
+    ``DroppedAssertionWarning``. ``random`` (None, "inputs" or "onnx") is
+    what random variables become (``rules/random.py``); generator inputs
+    (``RandomType``) are not model inputs, noise inputs follow the others.
 
     Raises:
-        ValueError: an unknown ``assertions`` mode.
+        ValueError: an unknown ``assertions`` mode or ``random`` policy.
         UnsupportedOpsError: listing every node without a working rule.
         LoweringError: a rule's result disagrees with PyTensor's type.
         CompileError: an output depends on a variable that is not an input.
     """
-    options = LoweringOptions(assertions=assertions)
     graph = Graph(name)
+    options = LoweringOptions(assertions=assertions, random=random, main_graph=graph)
     ctx = LoweringContext(graph, options)
     roots = [v for v in graph_inputs(spec.outputs) if v not in set(spec.inputs)]
     extra_shared = [v for v in roots if isinstance(v, SharedVariable)]
@@ -141,13 +147,13 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
                  for v in list(spec.inputs) + extra_shared
                  for why in [_unsupported_type(v)] if why]
     bad_types += [UnsupportedOccurrence(f"output {v} of type {v.type}", why, None)
-                  for v in spec.outputs for why in [_unsupported_type(v)] if why]
+                  for v in spec.outputs for why in [_unsupported_type(v, output=True)] if why]
     if bad_types:
         raise UnsupportedOpsError(bad_types)
     for i, var in enumerate(list(spec.inputs) + extra_shared):
         is_shared = var in spec.shared_inputs or isinstance(var, SharedVariable)
-        if is_shared and not hasattr(var.type, "dtype"):
-            continue  # an RNG or other non-tensor state: the nodes reading it are reported unsupported
+        if isinstance(var.type, RandomType) or is_shared and not hasattr(var.type, "dtype"):
+            continue  # an RNG or other non-tensor state: the nodes reading it draw noise or are unsupported
         if is_shared and bake_shared:
             value = var.get_value(borrow=True)
             ctx.values[var] = graph.add_constant(value.astype(ir_dtype(var).numpy, copy=False),
@@ -165,7 +171,8 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
     graph.set_outputs([ctx.get(v) for v in spec.outputs])
     if options.dropped:
         warnings.warn(DroppedAssertionWarning(options.dropped), stacklevel=3)
-    return LoweredGraph(graph, input_vars, list(spec.outputs), baked, dict(ctx.values), order)
+    return LoweredGraph(graph, input_vars, list(spec.outputs), baked, dict(ctx.values), order,
+                        list(options.random_inputs))
 
 
 def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence, *,
@@ -264,18 +271,15 @@ def _refine(var, value: Value, node, source) -> Value:
     return value
 
 
-def _unsupported_type(var) -> str | None:
+def _unsupported_type(var, output: bool = False) -> str | None:
     """Why PyTensor variable ``var`` cannot be a model input or output (None
     when it can): only dense tensors of the IR's dtypes exist in ONNX here.
-    RNG shared state is left to the nodes that read it."""
-    from pytensor.tensor.random.type import RandomType
-    from pytensor.tensor.type import TensorType as PtTensorType
-
+    RNG inputs are left to the nodes that read them (``rules/random.py``);
+    an RNG ``output`` is unsupported."""
     t = var.type
     if isinstance(t, RandomType):
-        return None
-    from pytensor.scalar import ScalarType
-
+        return None if not output else ("a random generator has no ONNX value (models are stateless: drop the "
+                                        "generator update; random='onnx' draws anew at every run)")
     if type(t) is not PtTensorType and not isinstance(t, ScalarType):  # sparse types subclass TensorType
         return f"{type(t).__name__} has no ONNX equivalent (only dense tensors)"
     try:

@@ -25,17 +25,6 @@ def _line(marker: str) -> str:
     return f"{__file__}:{number}"
 
 
-def test_grad_of_a_scan_names_mit_mot_and_the_grad_call():
-    x, W = pt.dmatrix("x"), pt.dmatrix("W")
-    hs = scan(lambda x_t, h: pt.tanh(x_t @ W + h), sequences=[x], outputs_info=[pt.zeros(3)], return_updates=False)
-    g = pytensor.grad(hs.sum(), W)  # the backward scan
-    with pytest.raises(UnsupportedOpsError) as info:
-        compile_to_onnx([x, W], outputs=[g])
-    message = str(info.value)
-    assert "scan with mit-mot outputs (the backward scan grad() builds)" in message
-    assert _line("pytensor.grad(hs.sum(), W)") in message
-
-
 def test_an_unsupported_op_in_a_scan_body_names_it_and_its_line():
     x = pt.dmatrix("x")
     ys = scan(lambda x_t: pt.extra_ops.searchsorted(x_t, x_t), sequences=[x], return_updates=False)  # no rule

@@ -184,6 +184,11 @@ EVAL = [
     ("gemm", {"trans_a": True}, [M, f32([1, 0], [0, 1]), f32(0)], [f32([1, 3], [2, 4])]),
     ("flatten", {"axis": 1}, [np.arange(8, dtype=np.float32).reshape(2, 2, 2)],
      [np.arange(8, dtype=np.float32).reshape(2, 4)]),
+    # random ops: the reference draws from numpy.random.default_rng(seed) (ir/ops/random.py)
+    ("random_uniform", {"dtype": DType.FLOAT32, "seed": 5}, [np.array([2, 3], np.int64)],
+     [np.random.default_rng(5).random((2, 3), dtype=np.float32)]),
+    ("random_normal", {"dtype": DType.FLOAT64, "seed": 9}, [np.array([4], np.int64)],
+     [np.random.default_rng(9).standard_normal((4,))]),
 ]
 
 # op, attributes, inputs, expected output types: rules on symbolic and unknown dims.

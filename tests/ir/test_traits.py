@@ -8,7 +8,7 @@ import pytest
 
 from ir import TensorType
 from ir.errors import OpError
-from ir.opdef import (BROADCASTING, ELEMENTWISE, NO_NEG_INF, ROW_MAJOR_VIEW, TOTAL, TOTAL_ON_FLOATS, TRAITS, OpDef,
+from ir.opdef import (BROADCASTING, ELEMENTWISE, NO_NEG_INF, RANDOM, ROW_MAJOR_VIEW, TOTAL, TOTAL_ON_FLOATS, TRAITS, OpDef,
                       all_ops,
                       ops_with)
 from ir.types import DType
@@ -116,3 +116,12 @@ def test_row_major_views_keep_the_element_order(name):
     args = [x[:1] if name == "squeeze" else x] + ([np.array([4, 6])] if name == "reshape" else [])
     out = op.evaluate(args, op.normalize_attrs(attrs))[0]
     np.testing.assert_array_equal(out.reshape(-1), args[0].reshape(-1))
+
+
+@pytest.mark.parametrize("name", _cases(RANDOM))
+def test_random_ops_draw_from_their_seed(name):
+    """A random op's reference repeats its draws for one seed and changes them with the seed."""
+    op = all_ops()[name]
+    shape = np.array([3, 4], np.int64)
+    draw = [op.evaluate([shape], op.normalize_attrs({"dtype": DType.FLOAT64, "seed": s}))[0] for s in (1, 1, 2)]
+    assert draw[0].shape == (3, 4) and np.array_equal(draw[0], draw[1]) and not np.array_equal(draw[0], draw[2])

@@ -31,9 +31,12 @@ Bookkeeping around a scan stays ordinary IR: the ``AllocEmpty`` +
 ``IncSubtensor`` that build a buffer are looked through when they only place
 the initial state (the initial rows are then read from the placed value, and
 the buffer's IR goes dead), and the ``Subtensor`` that strips the initial
-rows or keeps the last step is lowered as any other. Unsupported (named in
-the error): mit-mot outputs, which only ``grad`` of a scan builds, and
-non-tensor state such as the random generator of draws inside a scan.
+rows or keeps the last step is lowered as any other. Mit-mot outputs (what
+``grad`` of a scan builds: the backward scan reads and accumulates rows of
+one buffer) carry their whole buffer through the loop: the body gathers the
+rows it reads and ``scatter_nd`` writes the rows it produces (``_MitMot``).
+Unsupported (named in the error): non-tensor state such as the random
+generator of draws inside a scan.
 
 A carried state starting from a shared variable is computed inside the loop
 exactly as PyTensor computes it, but an exported model cannot write the
@@ -79,24 +82,21 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
     turns its results into the Scan's outputs (see the module docstring).
 
     Returns:
-        One IR value per Scan output: mit-sots, sit-sots, nit-sots, then
-        untraced sit-sots (``Scan.perform``'s order).
+        One IR value per Scan output: mit-mots, mit-sots, sit-sots,
+        nit-sots, then untraced sit-sots (``Scan.perform``'s order).
 
     Raises:
-        Unsupported: mit-mot outputs, non-tensor inputs (a random generator),
+        Unsupported: non-tensor inputs (a random generator),
             or inner ops without a lowering (listed with their source lines).
     """
     op, info = node.op, node.op.info
-    if info.n_mit_mot:
-        raise Unsupported("scan with mit-mot outputs (the backward scan grad() builds); "
-                          "export the forward graph")
     for v in node.inputs:
         if not hasattr(v.type, "dtype"):
             raise Unsupported(f"scan reading {v} of type {v.type} (random draws or other non-tensor state "
                               f"inside a scan)")
     n_states = info.n_mit_sot + info.n_sit_sot
-    layout = [info.n_seqs, n_states, info.n_untraced_sit_sot, info.n_nit_sot]
-    seqs, buffers, untraced, nit_sizes = _split(node.inputs[1:], layout)
+    layout = [info.n_seqs, info.n_mit_mot, n_states, info.n_untraced_sit_sot, info.n_nit_sot]
+    seqs, mit_mot_bufs, buffers, untraced, nit_sizes = _split(node.inputs[1:], layout)
     non_seqs = node.inputs[1 + sum(layout):]
     all_taps = [tuple(t) for t in info.mit_sot_in_slices + info.sit_sot_in_slices]
     n_var = node.inputs[0]
@@ -106,13 +106,17 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
 
     inner_in = list(op.inner_inputs)
     inner_seqs, inner_taps = inner_in[:info.n_seqs], inner_in[info.n_seqs:]
+    mit_mots = []
+    for buf, in_taps, out_taps in zip(mit_mot_bufs, info.mit_mot_in_slices, info.mit_mot_out_slices):
+        mit_mots.append(_MitMot(ctx, body, buf, i, tuple(in_taps), tuple(out_taps), inner_taps[:len(in_taps)]))
+        inner_taps = inner_taps[len(in_taps):]
     states = []
     for buf, taps in zip(buffers, all_taps):
         states.append(_State(ctx, body, buf, taps, inner_taps[:len(taps)], n_var, node))
         inner_taps = inner_taps[len(taps):]
     inner_untraced, inner_non_seqs = inner_taps[:info.n_untraced_sit_sot], inner_taps[info.n_untraced_sit_sot:]
 
-    carried_init = [r for st in states for r in st.init_registers]
+    carried_init = [ctx.get(mm.buffer) for mm in mit_mots] + [r for st in states for r in st.init_registers]
     for outer, inner in zip(untraced, inner_untraced):
         _warn_if_shared(outer, node, ctx)
         carried_init.append(ctx.get(outer))
@@ -127,6 +131,10 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
 
     inner_out = list(op.inner_outputs)
     results = body.lower(inner_in, inner_out, f"scan body of {op}")
+    new_buffers = []
+    for mm in mit_mots:
+        new_buffers.append(mm.write(body, i, results[:len(mm.out_taps)]))
+        results = results[len(mm.out_taps):]
     new_states, rest = results[:n_states], results[n_states:]
     nit_out, untraced_out = rest[:info.n_nit_sot], rest[info.n_nit_sot:info.n_nit_sot + info.n_untraced_sit_sot]
     condition = []
@@ -138,7 +146,7 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
                  else body.ctx.add("eq", [until, body.ctx.scalar(0, until.dtype)]))
         condition = [go_on]
 
-    carried_out: list[Value] = []
+    carried_out: list[Value] = list(new_buffers)
     for st, new in zip(states, new_states):
         carried_out += st.registers[1:] + [new]
     carried_out += untraced_out
@@ -154,7 +162,8 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
 
     steps = (ctx.add("gather", [ctx.add("shape", [traces[0]]), ctx.scalar(0, INT64)], {"axis": 0})
              if info.as_while and traces else n)
-    outputs = []
+    outputs = list(finals[:len(mit_mots)])  # a mit-mot output is its whole buffer
+    finals = finals[len(mit_mots):]
     for st in states:
         regs, finals = finals[:len(st.registers)], finals[len(st.registers):]
         outputs.append(st.output(ctx, regs, traces.pop(0) if st.stacked else None, steps))
@@ -163,6 +172,41 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
         outputs.append(y if whole else _last_rows(ctx, y, 0, ctx.cast(ctx.get(size), INT64), steps))
     outputs += list(finals)
     return outputs
+
+
+class _MitMot:
+    """One mit-mot output (``grad`` of a scan builds them: the backward
+    scan accumulates gradients into rows it reads on later steps): its
+    whole buffer is a carried value. ``Scan.perform`` reads tap ``t`` at row
+    ``(i + t) % S`` of the ``S``-row buffer at step ``i`` and, after the
+    step, writes out-tap ``o``'s value to row ``i + o`` (the buffers ``grad``
+    builds have ``S >= n + max(taps)`` rows, so ``i < S``); the Scan's
+    output is the buffer after the last step.
+
+    Attributes:
+        buffer: the outer buffer (PyTensor variable).
+        in_taps, out_taps: ``Scan.info.mit_mot_in_slices`` and ``..._out_slices`` entries.
+        carried: the body input holding the buffer.
+    """
+
+    def __init__(self, ctx: LoweringContext, body: Body, buf, i: Value, in_taps: tuple, out_taps: tuple,
+                 inner_taps: list):
+        self.buffer, self.in_taps, self.out_taps = buf, in_taps, out_taps
+        self.carried = body.input(ctx.get(buf).type, buf.name or "mit_mot")
+        b = body.ctx
+        rows = b.add("gather", [b.add("shape", [self.carried]), b.scalar(0, INT64)], {"axis": 0})
+        for t, inner in zip(in_taps, inner_taps):
+            at = b.add("mod", [b.add("add", [i, b.scalar(t, INT64)]), rows]) if t else i
+            b.values[inner] = b.add("gather", [self.carried, at], {"axis": 0}, name=inner.name)
+
+    def write(self, body: Body, i: Value, values: list[Value]) -> Value:
+        """The buffer after the step: row ``i + o`` set to the out-tap's value, in tap order."""
+        b, buf = body.ctx, self.carried
+        for o, value in zip(self.out_taps, values):
+            row = b.add("add", [i, b.scalar(o, INT64)]) if o else i
+            index = b.add("unsqueeze", [row], {"axes": [0, 1]})
+            buf = b.add("scatter_nd", [buf, index, b.add("unsqueeze", [b.cast(value, buf.dtype)], {"axes": [0]})])
+        return buf
 
 
 def _split(values, counts: list[int]) -> list[list]:

@@ -1,0 +1,339 @@
+"""Lowering of PyTensor's random variables (``pytensor.tensor.random``:
+``RandomVariable`` nodes, and PyTensor 3's ``RandomVariableWithCoreShape``
+wrapper in compiled functions) under the ``random`` option of
+``compile_to_onnx``.
+
+A draw is an exact transform of **standard noise** of the draw's shape
+(the shape ``size`` gives, else the broadcast of the parameters' batch
+shapes): standard normal noise ``z`` or U[0, 1) noise ``u``. Where the noise
+comes from is the policy:
+
+- ``random="inputs"``: each draw's noise is a new model input, named
+  ``<draw>_noise`` (the draw variable's name, else the distribution's;
+  made unique), of the noise dtype and the draw's shape (static dims as
+  PyTensor knows them, others named ``<input>_dim<axis>``); the caller
+  supplies it, so the randomness is theirs, reproducibly.
+  ``CompiledModel.random_inputs`` describes each (``RandomInput``).
+- ``random="onnx"``: the noise is drawn in the model (``random_uniform`` /
+  ``random_normal``, ONNX ``RandomUniformLike``/``RandomNormalLike``); each
+  node gets its own seed, derived from the state of the PyTensor generator
+  behind the draw (a shared ``Generator``; 0 otherwise) and the draw's
+  position in the graph, so recompiling repeats the model and reseeding the
+  PyTensor generator changes it. onnxruntime advances each node's generator
+  at every run (its ``std::default_random_engine``: 31 bits per draw).
+- ``None`` (the default): random variables are unsupported (an exported
+  model would otherwise silently fix or drop its randomness).
+
+The transforms (``u`` of the noise dtype; ``tiny`` is the dtype's smallest
+normal number, standing in for a ``u`` of exactly 0 where the transform
+needs ``u > 0``, as NumPy redraws there):
+
+| distribution (PyTensor) | noise | transform |
+|---|---|---|
+| ``normal(loc, scale)`` | z | ``loc + scale * z`` |
+| ``lognormal(mean, sigma)`` | z | ``exp(mean + sigma * z)`` |
+| ``uniform(low, high)`` | u | ``low + (high - low) * u`` (NumPy's formula) |
+| ``exponential(scale)`` | u | ``-log1p(-u) * scale`` |
+| ``logistic(loc, scale)`` | u | ``loc + scale * (log(u) - log1p(-u))`` |
+| ``gumbel(loc, scale)`` | u | ``loc - scale * log(-log(u))`` |
+| ``laplace(loc, scale)`` | u | ``loc - scale * log(2 - 2u)`` if ``u >= 1/2`` else ``loc + scale * log(2u)`` (NumPy's) |
+| ``cauchy(loc, scale)`` | u | ``loc + scale * tan(pi * (u - 1/2))`` |
+| ``bernoulli(p)`` | u (float64) | ``u < p`` |
+| ``integers(low, high)`` | u (float64) | ``low + min(floor(u * (high - low)), high - low - 1)`` |
+| ``categorical(p)`` | u (float64) | ``count(cumsum(p, -1) < u)``: PyTensor's own ``searchsorted`` |
+
+Continuous draws compute in their own dtype (float32 or float64, the noise
+has it too); discrete ones use float64 noise. Parameters are not checked
+(PyTensor raises on a negative scale; the model returns what the formula
+gives). The next-generator output of a node has no IR value: the draws that
+read it draw new noise of their own, and a generator as a model output is
+unsupported (models are stateless; a compiled function's updates are not
+exported). Other distributions are unsupported, with the reason.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.tensor.random import basic as rb
+from pytensor.tensor.random.op import RandomVariable, RandomVariableWithCoreShape
+from pytensor.tensor.random.type import RandomType
+from pytensor.tensor.type_other import NoneTypeT
+
+from compiler.errors import Unsupported
+from compiler.lowering.context import LoweringContext, ir_dtype, sanitize_name
+from compiler.lowering.registry import lowers
+from ir import DType, OpError, TensorType, Value
+from ir.ops.common import broadcast_shapes
+
+F32, F64, I64, BOOL = DType.FLOAT32, DType.FLOAT64, DType.INT64, DType.BOOL
+
+# PyTensor RV class -> (noise kind, transform); discrete transforms take float64 noise.
+NORMAL, UNIFORM = "normal", "uniform"
+
+
+@dataclass(frozen=True)
+class RandomInput:
+    """The noise input of one random draw under ``random="inputs"``.
+
+    Attributes:
+        name: the ONNX input name (``<draw>_noise``).
+        distribution: PyTensor's name of the distribution (``"normal"``).
+        noise: ``"normal"`` (standard normal) or ``"uniform"`` (U[0, 1)).
+        dtype: the NumPy dtype name of the input (``"float32"``).
+        shape: the input's dims: ints, or names of dims known at run time.
+        source: the user's source line of the draw, when PyTensor kept one.
+    """
+
+    name: str
+    distribution: str
+    noise: str
+    dtype: str
+    shape: tuple
+    source: str | None = None
+
+
+@lowers(RandomVariable)
+def lower_random_variable(ctx: LoweringContext, node) -> list[Value | None]:
+    """A ``RandomVariable`` node ``(rng, size, *params) -> (next_rng, draw)``
+    as an exact transform of standard noise (module docstring).
+
+    Returns:
+        ``[None, draw]``: the next generator has no IR value.
+
+    Raises:
+        Unsupported: no ``random`` policy, a distribution without a transform
+            here, a float16 draw, or noise inputs inside a control-flow body.
+    """
+    rng, size, *params = node.inputs
+    return [None, _draw(ctx, node.op, rng, size, params, node.outputs[1])]
+
+
+@lowers(RandomVariableWithCoreShape)
+def lower_random_with_core_shape(ctx: LoweringContext, node) -> list[Value | None]:
+    """PyTensor 3's wrapper of a ``RandomVariable`` in compiled functions
+    (inputs ``(core_shape, rng, size, *params)``; the core shape is implied
+    by the parameters): the inner variable's draw, as
+    ``lower_random_variable``."""
+    inner = node.op.fgraph.outputs[-1].owner.op
+    _, rng, size, *params = node.inputs
+    return [None, _draw(ctx, inner, rng, size, params, node.outputs[1])]
+
+
+def _draw(ctx: LoweringContext, op, rng, size, params, out) -> Value:
+    """The IR value of the draw ``out`` of random variable ``op`` with
+    generator ``rng``, ``size`` (or ``NoneConst``) and parameters ``params``
+    (PyTensor variables), under ``ctx.options.random``.
+
+    The table is keyed by the exact class, not the MRO: a subclass may
+    reparametrize its distribution, so it stays unsupported until listed.
+    """
+    policy = ctx.options.random
+    if policy is None:
+        raise Unsupported("random variables need compile_to_onnx(..., random='inputs') (noise as model inputs) "
+                          "or random='onnx' (ONNX's random ops)")
+    spec = _TRANSFORMS.get(type(op))
+    if spec is None:
+        raise Unsupported(f"random variable {op.name}: no exact transform of uniform or normal noise here "
+                          f"(supported: {', '.join(sorted(SUPPORTED))})")
+    kind, transform, core = spec
+    dtype = ir_dtype(out)
+    noise_dtype = dtype if dtype.is_float else F64
+    if noise_dtype not in (F32, F64):
+        raise Unsupported(f"random variable {op.name} of dtype {dtype} (float32 and float64 draws only)")
+    args = [ctx.get(p) for p in params]
+    if policy == "inputs":
+        noise = _noise_input(ctx, op, kind, noise_dtype, out, _known_dims(ctx, size, args, core, out))
+    else:
+        shape = _draw_shape(ctx, size, args, core)
+        noise = ctx.add(f"random_{kind}", [shape], {"dtype": noise_dtype, "seed": _seed(ctx, rng)},
+                        name=f"{op.name}_noise")
+    result = transform(ctx, noise, [ctx.cast(a, noise_dtype) if dtype.is_float else a for a in args])
+    return ctx.cast(result, dtype)
+
+
+def _known_dims(ctx: LoweringContext, size, args: list[Value], core: tuple, out) -> tuple:
+    """What lowering knows of the draw's dims: ``size``'s value when
+    constant, else the broadcast of the parameters' batch dims (so the noise
+    of ``normal(mu)`` shares ``mu``'s symbolic dims), each refined by
+    PyTensor's static shape; None where unknown."""
+    static = tuple(out.type.shape)
+    if not _is_none(size):
+        value = ctx.constant_value(size)
+        dims = tuple(int(d) for d in value) if value is not None else static
+    else:
+        try:
+            dims = broadcast_shapes([a.shape[:a.rank - n] for a, n in zip(args, core)], "random")
+        except OpError:
+            dims = static
+    return tuple(s if s is not None else d for s, d in zip(static, dims))
+
+
+def _noise_input(ctx: LoweringContext, op, kind: str, dtype: DType, out, known: tuple) -> Value:
+    """A new graph input of the draw's dims ``known`` (unknown ones named
+    after the input), recorded in ``random_inputs``."""
+    if ctx.graph is not ctx.options.main_graph:
+        raise Unsupported(f"random variable {op.name} inside a control-flow body under random='inputs' "
+                          "(a body cannot take a model input per step); use random='onnx'")
+    taken = {v.name for v in ctx.graph.inputs} | set(ctx.graph.constants)
+    base = sanitize_name(out.name) or op.name
+    name, i = f"{base}_noise", 1
+    while name in taken:
+        name, i = f"{base}_noise_{i}", i + 1
+    dims = tuple(d if d is not None else f"{name}_dim{a}" for a, d in enumerate(known))
+    ctx.options.random_inputs.append(RandomInput(name, op.name, kind, dtype.numpy.name, dims, ctx.source))
+    return ctx.graph.add_input(TensorType(dtype, dims), name)
+
+
+def _draw_shape(ctx: LoweringContext, size, args: list[Value], core: tuple) -> Value:
+    """The draw's shape as an int64 vector: ``size`` when given, else the
+    NumPy broadcast of the parameters' batch shapes (their shapes without
+    the ``core`` trailing dims each has)."""
+    if not _is_none(size):
+        return ctx.cast(ctx.get(size), I64)
+    shapes = []
+    for a, n_core in zip(args, core):
+        s = ctx.add("shape", [a])
+        if n_core:
+            s = ctx.add("slice", [s, ctx.i64([0]), ctx.i64([a.rank - n_core]), ctx.i64([1])], {"axes": [0]})
+        shapes.append((s, a.rank - n_core))
+    result, rank = shapes[0]
+    for s, r in shapes[1:]:
+        result, rank = _broadcast_shapes(ctx, result, rank, s, r), max(rank, r)
+    return result
+
+
+def _broadcast_shapes(ctx: LoweringContext, a: Value, ra: int, b: Value, rb_: int) -> Value:
+    """NumPy's broadcast of two shape vectors of static lengths: padded with
+    leading ones, then ``where(a == 1, b, a)`` per axis (exact for shapes
+    that broadcast, zero-size dims included)."""
+    r = max(ra, rb_)
+
+    def pad(s, n):
+        return s if n == r else ctx.add("concat", [ctx.i64([1] * (r - n)), s], {"axis": 0})
+
+    a, b = pad(a, ra), pad(b, rb_)
+    if r == 0:
+        return a
+    return ctx.add("where", [ctx.add("eq", [a, ctx.scalar(1, I64)]), b, a])
+
+
+def _is_none(var) -> bool:
+    """Whether ``size`` is PyTensor's ``NoneConst`` (no size given)."""
+    return isinstance(var.type, NoneTypeT)
+
+
+def _seed(ctx: LoweringContext, rng) -> int:
+    """The seed of the next random node: from the state of the shared NumPy
+    generator behind ``rng`` (followed back through earlier draws' next
+    generators; a copy is drawn from, the variable is unchanged) and the
+    number of random nodes built so far, below 2**24 (exact as ONNX's float
+    ``seed`` attribute)."""
+    while not isinstance(rng, SharedVariable) and rng.owner is not None:
+        rng = next((v for v in rng.owner.inputs if isinstance(v.type, RandomType)), None)
+        if rng is None:
+            break
+    root = 0
+    value = rng.get_value(borrow=True) if isinstance(rng, SharedVariable) else None
+    if isinstance(value, np.random.Generator):
+        root = int(copy.deepcopy(value).integers(2 ** 31))
+    k = ctx.options.random_count
+    ctx.options.random_count += 1
+    return int(np.random.SeedSequence([root, k]).generate_state(1)[0]) & 0xFFFFFF
+
+
+# -- transforms: (ctx, noise, params) -> draw, in the noise dtype (params cast to it when the draw is float) --
+def _k(ctx, x: Value, c) -> Value:
+    return ctx.scalar(c, x.dtype)
+
+
+def _positive(ctx, u: Value) -> Value:
+    """``u`` with an exact 0 replaced by the dtype's smallest normal number."""
+    return ctx.add("maximum", [u, _k(ctx, u, np.finfo(u.dtype.numpy).tiny)])
+
+
+def _normal(ctx, z, p):
+    loc, scale = p
+    return ctx.add("add", [loc, ctx.add("mul", [scale, z])])
+
+
+def _lognormal(ctx, z, p):
+    return ctx.add("exp", [_normal(ctx, z, p)])
+
+
+def _uniform(ctx, u, p):
+    low, high = p
+    return ctx.add("add", [low, ctx.add("mul", [ctx.add("sub", [high, low]), u])])
+
+
+def _exponential(ctx, u, p):
+    (scale,) = p
+    return ctx.add("mul", [ctx.add("neg", [ctx.add("log1p", [ctx.add("neg", [u])])]), scale])
+
+
+def _logistic(ctx, u, p):
+    loc, scale = p
+    u = _positive(ctx, u)
+    logit = ctx.add("sub", [ctx.add("log", [u]), ctx.add("log1p", [ctx.add("neg", [u])])])
+    return ctx.add("add", [loc, ctx.add("mul", [scale, logit])])
+
+
+def _gumbel(ctx, u, p):
+    loc, scale = p
+    t = ctx.add("log", [ctx.add("neg", [ctx.add("log", [_positive(ctx, u)])])])
+    return ctx.add("sub", [loc, ctx.add("mul", [scale, t])])
+
+
+def _laplace(ctx, u, p):
+    loc, scale = p
+    u = _positive(ctx, u)
+    two_u = ctx.add("add", [u, u])
+    upper = ctx.add("sub", [loc, ctx.add("mul", [scale, ctx.add("log", [ctx.add("sub", [_k(ctx, u, 2.0), two_u])])])])
+    lower = ctx.add("add", [loc, ctx.add("mul", [scale, ctx.add("log", [two_u])])])
+    return ctx.add("where", [ctx.add("ge", [u, _k(ctx, u, 0.5)]), upper, lower])
+
+
+def _cauchy(ctx, u, p):
+    loc, scale = p
+    angle = ctx.add("mul", [_k(ctx, u, np.pi), ctx.add("sub", [u, _k(ctx, u, 0.5)])])
+    return ctx.add("add", [loc, ctx.add("mul", [scale, ctx.add("tan", [angle])])])
+
+
+def _bernoulli(ctx, u, p):
+    (prob,) = p
+    return ctx.add("lt", [u, ctx.cast(prob, F64)])
+
+
+def _integers(ctx, u, p):
+    low, high = (ctx.cast(a, I64) for a in p)
+    span = ctx.add("sub", [high, low])
+    k = ctx.cast(ctx.add("floor", [ctx.add("mul", [u, ctx.cast(span, F64)])]), I64)
+    return ctx.add("add", [low, ctx.add("minimum", [k, ctx.add("sub", [span, ctx.scalar(1, I64)])])])
+
+
+def _categorical(ctx, u, p):
+    (prob,) = p
+    cdf = ctx.cast(ctx.add("cumsum", [prob], {"axis": prob.rank - 1}), F64)
+    below = ctx.add("lt", [cdf, ctx.add("unsqueeze", [u], {"axes": [u.rank]})])
+    return ctx.add("reduce_sum", [ctx.cast(below, I64)], {"axes": [u.rank], "keepdims": False})
+
+
+# class -> (noise, transform, core dims of each parameter)
+_TRANSFORMS = {
+    rb.NormalRV: (NORMAL, _normal, (0, 0)),
+    rb.LogNormalRV: (NORMAL, _lognormal, (0, 0)),
+    rb.UniformRV: (UNIFORM, _uniform, (0, 0)),
+    rb.ExponentialRV: (UNIFORM, _exponential, (0,)),
+    rb.LogisticRV: (UNIFORM, _logistic, (0, 0)),
+    rb.GumbelRV: (UNIFORM, _gumbel, (0, 0)),
+    rb.LaplaceRV: (UNIFORM, _laplace, (0, 0)),
+    rb.CauchyRV: (UNIFORM, _cauchy, (0, 0)),
+    rb.BernoulliRV: (UNIFORM, _bernoulli, (0,)),
+    rb.IntegersRV: (UNIFORM, _integers, (0, 0)),
+    rb.CategoricalRV: (UNIFORM, _categorical, (1,)),
+}
+SUPPORTED = frozenset(cls.name if isinstance(getattr(cls, "name", None), str) else cls.__name__
+                      for cls in _TRANSFORMS)

@@ -101,8 +101,11 @@ Semantics and assumptions (PyTensor's ``Convolve2d.perform`` is
   (rule 1) becomes the conv's own float32 accumulation (about 1e-6 relative).
 - 'valid' mode with an image smaller than the kernel makes SciPy swap the
   operands. The rule declines when the image's static size is smaller than
-  the kernel; for symbolic sizes it assumes the image covers the kernel.
-  If it does not at run time, onnxruntime's Conv fails ("Invalid input
+  the kernel; for symbolic sizes it assumes the image covers the kernel
+  (``Rewriter.assume(H - k)``), where PyTensor's output size ``abs(H-k)+1``
+  is the conv's ``H-k+1``, and every type of the graph is refined by that
+  fact (so the pooling after it sees ``H-2``, not ``abs(H-3)+1``). If the
+  image is smaller at run time, onnxruntime's Conv fails ("Invalid input
   shape") where PyTensor returns the swapped convolution: an error, never a
   wrong value. Likewise a channel count that is symbolic is assumed to equal
   the kernel's (convolve2d would broadcast a single channel).
@@ -128,6 +131,7 @@ from typing import Sequence
 import numpy as np
 
 from ir import DType, Graph, Node, Value
+from ir import symbolic as sym
 from ir.opdef import ELEMENTWISE, ops_with
 from ir.ops.common import normalize_axis
 from ir.ops.shape import INT64_MAX
@@ -189,6 +193,8 @@ def recover_conv(rw: Rewriter, m: Match) -> Value | str:
     full = cv.attrs["full"]
     if not full and any(isinstance(n, int) and n < k for n, k in zip(x5.shape[3:], kernel)):
         return "image smaller than the kernel in valid mode: SciPy swaps the operands"
+    if not full:  # a valid conv needs the image to cover the kernel: abs(H-k)+1 is then H-k+1
+        rw.assume(*(sym.sub(n, k) for n, k in zip(x5.shape[3:], kernel) if not isinstance(n, int)))
     strides, crop = (1, 1), None
     if "stride" in m:
         strides = open_steps(m.stride, first_spatial=3)

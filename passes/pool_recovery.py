@@ -202,14 +202,16 @@ def reshape_window(reshaped: Value, axes) -> Window | str:
         return f"reshape {x.type} -> {reshaped.type} does not split each spatial axis in two"
     if sorted(axes) != [3 + 2 * i for i in range(nsp)]:
         return f"reduces axes {list(axes)}, not the window axes {[3 + 2 * i for i in range(nsp)]}"
-    if not _static(xs[1:]) or not _static(rs[1:]):
-        return f"channel and spatial dims of {x.type} -> {reshaped.type} are not static"
     kernel, lengths = tuple(rs[3::2]), tuple(rs[2::2])
-    if rs[1] != xs[1] or any(n * k != d for n, k, d in zip(lengths, kernel, xs[2:])):
+    if not _static(kernel) or any(d is None for d in (*xs[1:], *lengths)):
+        return f"the window of {x.type} -> {reshaped.type} is not static or a dim is unknown"
+    if rs[1] != xs[1] or any(symbolic.mul(n, k) != d for n, k, d in zip(lengths, kernel, xs[2:])):
         return f"reshape {x.type} -> {reshaped.type} is not a split of the spatial axes"
     if isinstance(xs[0], int) and isinstance(rs[0], int) and xs[0] != rs[0]:
         return "the reshape changes the batch"
-    # Otherwise the element count fixes the output batch: the other dims agree and are nonzero.
+    if not _static(xs[1:]) and (xs[0] is None or xs[0] != rs[0]):
+        # With static nonzero dims after the batch the element count fixes it; else the dims must say so.
+        return f"the batch of {reshaped.type} is not known to be that of {x.type}"
     return Window(_uncropped(x, kernel, lengths), kernel, lengths)
 
 
@@ -217,18 +219,24 @@ def _uncropped(x: Value, kernel, lengths) -> Value:
     """The source of a crop ``x = src[:, :, :a, :b]`` that floor-mode pooling
     with stride = kernel makes implicit, else ``x``."""
     node = x.producer
-    if node is None or node.op != "slice" or not all(v.const is not None for v in node.inputs[1:]):
+    if node is None or node.op != "slice":
         return x
     src = node.inputs[0]
     dims = known_shape(src)
-    if not _static(dims[2:]):
+    bounds = [elements(v) for v in node.inputs[1:]]
+    if any(b is None for b in bounds):
         return x
-    starts, stops, steps = (v.const.tolist() for v in node.inputs[1:])
-    for a, b, e, s in zip(node.attrs["axes"], starts, stops, steps):
+    for a, b, e, s in zip(node.attrs["axes"], *bounds):
         a %= src.rank
-        if a < 2 or s != 1 or range(*slice(b, e, s).indices(dims[a])) != range(lengths[a - 2] * kernel[a - 2]):
+        k, n, d = kernel[a - 2], lengths[a - 2], dims[a]
+        if a < 2 or s != 1 or d is None:
             return x
-        if (dims[a] - kernel[a - 2]) // kernel[a - 2] + 1 != lengths[a - 2]:
+        if _static((d, n)) and isinstance(b, int) and isinstance(e, int):
+            if range(*slice(b, e, s).indices(d)) != range(n * k):
+                return x
+        elif b != 0 or e != symbolic.mul(n, k):  # x[:n*k] with n*k <= d, as the floor-mode count below proves
+            return x
+        if symbolic.add(symbolic.floordiv(symbolic.sub(d, k), k), 1) != n:
             return x
     return src
 

@@ -45,8 +45,8 @@ from ir.core import Node, Value
 from ir.types import DType, TensorType, join_dims
 
 CONTENT_LIMIT = 64  # longest vector whose elements are tracked forward
-TRACKED_DTYPES = (DType.INT64, DType.INT32)
-MAX_STEPS = 64  # producers one on-demand query may visit
+TRACKED_DTYPES = (DType.INT64, DType.INT32, DType.BOOL)  # bools: comparisons of sizes
+MAX_STEPS = 256  # distinct producers one on-demand query may visit
 MAX_ELEMENTS = 16  # the longest value ``elements`` evaluates
 
 Content = tuple  # of elements: numbers, dims, DimOf tokens or None
@@ -97,7 +97,7 @@ class ShapeValues:
         if not tracked(value.type):
             return None
         if value.const is not None:
-            got = tuple(int(v) for v in value.const.reshape(-1))
+            got = tuple(value.const.reshape(-1).tolist())
             self.known[value] = got
             return got
         return (None,) * _length(value.type)
@@ -123,7 +123,7 @@ class ShapeValues:
         for out, content in zip(node.outputs, results or ()):
             if (content is not None and tracked(out.type) and len(content) == _length(out.type)
                     and any(d is not None for d in content) and _fits(content, out.dtype)):
-                self.known[out] = tuple(content)
+                self.known[out] = _refined(tuple(content), node)
 
 
 # -- rules --------------------------------------------------------------------
@@ -149,8 +149,12 @@ def _cast(node, args):
     data = args[0]
     if data is None:
         return None
-    to = node.attrs["to"].numpy
-    return [tuple(_number(np.asarray(e).astype(to)) if _is_number(e) else e for e in data)]
+    to = node.attrs["to"]
+    if to == DType.BOOL:  # a size is true when provably >= 1, false when 0
+        return [tuple(bool(e) if _is_number(e) or isinstance(e, bool) else True if _is_dim(e) and
+                      sym.nonnegative_given(sym.sub(e, 1), node.graph.size_bounds) else None for e in data)]
+    return [tuple(_number(np.asarray(e).astype(to.numpy)) if _is_number(e) or isinstance(e, bool) else e
+                  for e in data)]
 
 
 def _gather(node, args):
@@ -245,18 +249,61 @@ def _apply(fn, np_fn, dtype: DType, row: tuple):
 
 
 def _where(node, args):
-    """where(c, a, b) with a constant condition ``c``: the selected elements
-    (length-1 operands broadcast)."""
-    cond = node.inputs[0].const
-    a, b = args[1], args[2]
-    if cond is None or a is None or b is None:
+    """where(c, a, b) with a known condition ``c`` (a constant, or a
+    comparison the shape facts decide): the selected elements (length-1
+    operands broadcast)."""
+    cond, a, b = args
+    if cond is None and node.inputs[0].const is not None:
+        cond = tuple(node.inputs[0].const.reshape(-1).tolist())
+    if cond is None or a is None or b is None or not all(isinstance(f, (bool, np.bool_)) for f in cond):
         return None
     n = _length(node.output.type)
-    flags = [bool(f) for f in np.broadcast_to(cond.reshape(-1), (n,))] if cond.size in (1, n) else None
-    if flags is None or any(len(v) not in (1, n) for v in (a, b)):
+    if any(len(v) not in (1, n) for v in (cond, a, b)):
         return None
-    a, b = (v * n if len(v) == 1 else v for v in (a, b))
-    return [tuple(p if f else q for f, p, q in zip(flags, a, b))]
+    cond, a, b = (v * n if len(v) == 1 else v for v in (cond, a, b))
+    return [tuple(p if f else q for f, p, q in zip(cond, a, b))]
+
+
+def _compare(op: str):
+    def rule(node, args):
+        """eq, ne, lt, le, gt, ge of sizes: NumPy on numbers, else decided
+        by ``ir.symbolic`` (``a < b`` when ``b-a-1 >= 0`` is provable, given
+        the graph's size facts), else unknown."""
+        if any(a is None for a in args) or node.inputs[0].dtype.is_float != node.inputs[1].dtype.is_float:
+            return None
+        n = _length(node.output.type)
+        if any(len(a) not in (1, n) for a in args):
+            return None
+        columns = [a * n if len(a) == 1 else a for a in args]
+        return [tuple(_decide(op, x, y, node.graph.size_bounds) for x, y in zip(*columns))]
+    return rule
+
+
+_SWAP = {"gt": "lt", "ge": "le"}
+
+
+def _decide(op: str, x, y, bounds) -> bool | None:
+    if op in _SWAP:
+        op, x, y = _SWAP[op], y, x
+    if _is_number(x) and _is_number(y):
+        return bool(getattr(np, {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal"}[op])(x, y))
+    if isinstance(x, DimOf) or isinstance(y, DimOf):
+        return True if op in ("eq", "le") and x == y else False if op in ("ne", "lt") and x == y else None
+    if not (_is_dim(x) and _is_dim(y)):
+        return None
+    diff = sym.sub(y, x)  # y - x
+    if diff is None:
+        return None
+    holds = lambda d: sym.nonnegative_given(d, bounds)  # noqa: E731
+    if op in ("eq", "ne"):
+        equal = True if diff == 0 else False if holds(sym.sub(diff, 1)) or holds(sym.sub(sym.neg(diff), 1)) else None
+        return equal if op == "eq" or equal is None else not equal
+    strict = op == "lt"
+    if holds(sym.sub(diff, 1) if strict else diff):
+        return True
+    if holds(sym.neg(diff) if strict else sym.sub(sym.neg(diff), 1)):
+        return False
+    return None
 
 
 VALUE_RULES: dict[str, Rule] = {
@@ -284,6 +331,7 @@ VALUE_RULES: dict[str, Rule] = {
     "maximum": _elementwise(sym.maximum, np.maximum),
     "minimum": _elementwise(sym.minimum, np.minimum),
     "where": _where,
+    **{op: _compare(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
 }
 
 
@@ -292,19 +340,34 @@ def is_static(content: Content | None) -> bool:
     return content is not None and all(isinstance(d, int) for d in content)
 
 
-_RANGES = {d: (int(np.iinfo(d.numpy).min), int(np.iinfo(d.numpy).max)) for d in TRACKED_DTYPES}
+_RANGES = {d: (int(np.iinfo(d.numpy).min), int(np.iinfo(d.numpy).max)) for d in TRACKED_DTYPES if d.is_int}
 
 
 def _fits(content: Content, dtype: DType) -> bool:
-    """Whether the int elements fit ``dtype``."""
+    """Whether the int elements fit ``dtype``; a bool's elements must be bools."""
+    if dtype == DType.BOOL:
+        return all(d is None or isinstance(d, bool) for d in content)
     lo, hi = _RANGES[dtype]
     return all(lo <= d <= hi for d in content if isinstance(d, int))
 
 
+def _refined(content: Content, node: Node) -> Content:
+    """``content`` with its dims refined by the graph's size facts
+    (``Graph.size_bounds``, ``ir.symbolic.refine``)."""
+    bounds = node.graph.size_bounds if node.graph is not None else ()
+    if not bounds:
+        return content
+    return tuple(sym.refine(d, bounds) if isinstance(d, sym.Expr) else d for d in content)
+
+
 # -- on-demand queries --------------------------------------------------
 class _Budget:
+    """The producers one query may still visit, and the answers it already
+    has (a value read twice through a DAG is evaluated once)."""
+
     def __init__(self, steps: int = MAX_STEPS):
         self.steps = steps
+        self.memo: dict[Value, tuple | None] = {}
 
     def take(self) -> bool:
         self.steps -= 1
@@ -438,8 +501,16 @@ def elements(value: Value, budget: _Budget | None = None) -> tuple | None:
         return tuple(value.const.reshape(-1).tolist())
     node = value.producer
     budget = budget or _Budget()
+    if value in budget.memo:
+        return budget.memo[value]
     if node is None or not budget.take():
         return None
+    got = _elements_of(value, node, size, budget)
+    budget.memo[value] = got
+    return got
+
+
+def _elements_of(value: Value, node: Node, size: int, budget: _Budget) -> tuple | None:
     if node.op == "shape":
         x = node.inputs[0]
         return tuple(dim_source(x, i, budget) for i in range(x.rank))
@@ -449,4 +520,6 @@ def elements(value: Value, budget: _Budget | None = None) -> tuple | None:
     results = rule(node, [elements(v, budget) for v in node.inputs])
     if not results or results[value.index] is None or len(results[value.index]) != size:
         return None
-    return tuple(results[value.index])
+    if value.dtype == DType.BOOL and not _fits(results[value.index], DType.BOOL):
+        return None
+    return _refined(tuple(results[value.index]), node)

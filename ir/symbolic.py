@@ -357,14 +357,19 @@ def is_nonnegative(d: Dim) -> bool:
 
 
 def _floor_bound_nonnegative(d: Expr) -> bool:
-    """``d >= 0`` proved by bounding one term ``-m*k * (p//k)`` below by
-    ``-m * p`` (``k * (p//k) <= p``), e.g. ``H - 2*(H//2)`` (``H % 2``)."""
+    """``d >= 0`` proved by bounding one term ``-m*g * (p//k)``, ``g`` the
+    gcd of its coefficient and ``k``, below by ``-m * (p//(k/g))`` (``p//k``
+    is ``(p//(k/g))//g`` and ``g * (q//g) <= q``), e.g. ``H - 2*(H//2)``
+    (``H % 2``) or ``H//2 - 2*((H+2)//4) + 1``."""
     for m, c in d.terms:
-        if len(m) == 1 and isinstance(m[0], Call) and m[0].fn == "floordiv" and c < 0 and c % m[0].args[1] == 0:
+        if len(m) == 1 and isinstance(m[0], Call) and m[0].fn == "floordiv" and c < 0:
             p, k = m[0].args
+            g = math.gcd(c, k)
+            if g == 1:
+                continue
             terms, const = _poly(d)
             del terms[m]
-            if is_nonnegative(add(_make(terms, const), mul(p, c // k))):
+            if is_nonnegative(add(_make(terms, const), mul(floordiv(p, k // g), c // g))):
                 return True
     return False
 

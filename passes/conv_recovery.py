@@ -81,7 +81,7 @@ taps. The rules below see the IR after lowering, ``canonicalize`` and
        const %K_1: f32[1,1,2,2] = [[[[1.0, 2.0], [3.0, 4.0]]]]
        %y: f32[N,1,6,6] = conv(%x, %K_1) {dilations=[2, 2], flip=true, ...}
 
-6. crop-sink: an end crop (start 0, step 1, constant bounds) of a conv,
+6. crop-sink: an end crop (start 0, step 1, any ends) of a conv,
    read by an elementwise op whose other operands have size 1 on the cropped
    axes, moves after that op, and on through the next ones; the pooling crop
    of rule 1 thus returns to where ``pool-recovery`` absorbs it into a
@@ -166,7 +166,7 @@ def conv_bias(m: Match) -> list[Value]:
 
 # -- rule 1: the channel sum of a broadcast convolve2d -----------------------
 CV = Op("convolve2d", Var("x5"), Var("k5"), name="cv")
-STRIDED_CV = Op("slice", CV, Const("starts"), Const("ends"), Const("steps"), name="stride")
+STRIDED_CV = Op("slice", CV, Const("starts"), Var("ends"), Const("steps"), name="stride")  # ends may be computed
 CHANNEL_AXIS = {"axes": lambda axes: tuple(axes) in ((2,), (-3,))}
 SUM_C = {**CHANNEL_AXIS, "keepdims": False}
 TO_F64 = {"to": DType.FLOAT64}
@@ -257,13 +257,14 @@ def _reads_crop(node: Node) -> bool:
 
 
 def _is_crop(value: Value) -> bool:
-    """Whether ``value`` is a single-use ``slice`` from 0 with step 1 and
-    constant bounds of the output of a conv or of a ``SINK_OPS`` node."""
+    """Whether ``value`` is a single-use ``slice`` from 0 with step 1 (constant
+    starts and steps; the ends may be computed) of the output of a conv or of
+    a ``SINK_OPS`` node."""
     node = value.producer
     if node is None or node.op != "slice" or not single_use(value):
         return False
     data = node.inputs[0].producer
-    if data is None or data.op not in SINK_FROM or any(v.const is None for v in node.inputs[1:]):
+    if data is None or data.op not in SINK_FROM or node.inputs[1].const is None or node.inputs[3].const is None:
         return False
     return not any(node.inputs[1].const.tolist()) and all(s == 1 for s in node.inputs[3].const.tolist())
 
@@ -287,6 +288,8 @@ def open_steps(node: Node, first_spatial: int) -> tuple[int, ...] | str:
     x = node.inputs[0]
     nsp = x.rank - first_spatial
     steps = [1] * nsp
+    if any(v.const is None for v in node.inputs[1:]):
+        return "the slice bounds are computed at run time"
     starts, ends, strides = (v.const.tolist() for v in node.inputs[1:])
     for a, start, end, step in zip(node.attrs["axes"], starts, ends, strides):
         a = normalize_axis(a, x.rank, "slice")

@@ -255,10 +255,12 @@ def _where(node, args):
     cond, a, b = args
     if cond is None and node.inputs[0].const is not None:
         cond = tuple(node.inputs[0].const.reshape(-1).tolist())
-    if cond is None or a is None or b is None or not all(isinstance(f, (bool, np.bool_)) for f in cond):
+    if cond is None or not all(isinstance(f, (bool, np.bool_)) for f in cond):
         return None
     n = _length(node.output.type)
-    if any(len(v) not in (1, n) for v in (cond, a, b)):
+    a = a if a is not None else (None,) if not any(cond) else None  # a branch never taken may be unknown
+    b = b if b is not None else (None,) if all(cond) else None
+    if a is None or b is None or any(len(v) not in (1, n) for v in (cond, a, b)):
         return None
     cond, a, b = (v * n if len(v) == 1 else v for v in (cond, a, b))
     return [tuple(p if f else q for f, p, q in zip(cond, a, b))]
@@ -390,13 +392,34 @@ def known_shape(value: Value, budget: _Budget | None = None) -> tuple[Dim, ...]:
     consts = [v.const for v in node.inputs]
     if opdef.symbolic_inputs:  # reshape, expand, slice...: shape-like inputs as far as ``elements`` sees them
         consts = [c if c is not None else _symbolic_array(v, budget) for c, v in zip(consts, node.inputs)]
+    # The type rules know only that sizes are >= 0: with the graph's size facts (H >= 8), infer
+    # over symbols shifted by their bounds (H+8, H >= 0), then shift the result back.
+    bounds = node.graph.size_bounds if node.graph is not None else ()
+    up = {s: sym.add(s, b) for s, b in bounds}
+    if up:
+        types = [t.with_shape(tuple(_subst(d, up) for d in t.shape)) for t in types]
+        consts = [c if c is None or c.dtype != object else _subst_array(c, up) for c in consts]
     try:
         inferred = opdef.infer(types, node.attrs, consts)[value.index]
     except (ValueError, TypeError, IndexError):  # a type rule rejecting its inputs: keep what we have
         return shape
     if inferred.rank != len(shape):
         return shape
-    return tuple(join_dims(a, b) for a, b in zip(shape, inferred.shape))
+    dims = inferred.shape
+    if up:
+        down = {s: sym.sub(s, b) for s, b in bounds}
+        dims = tuple(_subst(d, down) for d in dims)
+    return tuple(join_dims(a, b) for a, b in zip(shape, dims))
+
+
+def _subst(d, mapping):
+    return sym.substitute(d, mapping) if isinstance(d, (str, sym.Expr)) else d
+
+
+def _subst_array(a: np.ndarray, mapping) -> np.ndarray:
+    out = np.empty(a.shape, dtype=object)
+    out.reshape(-1)[:] = [_subst(d, mapping) for d in a.reshape(-1)]
+    return out
 
 
 def _symbolic_array(value: Value, budget: _Budget) -> np.ndarray | None:

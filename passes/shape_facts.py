@@ -59,6 +59,16 @@ class DimOf(NamedTuple):
     axis: int
 
 
+class Cmp(NamedTuple):
+    """An undecided comparison of two sizes, ``x < y`` (``op`` "lt"), ``x <= y``
+    ("le") or ``x == y`` ("eq"): the element of a bool value, so that
+    ``where(x < y, x, y)`` is known to be ``min(x, y)``."""
+
+    op: str
+    x: Any
+    y: Any
+
+
 def _is_number(e) -> bool:
     return isinstance(e, (int, float, np.integer, np.floating)) and not isinstance(e, (bool, np.bool_))
 
@@ -153,8 +163,8 @@ def _cast(node, args):
     if to == DType.BOOL:  # a size is true when provably >= 1, false when 0
         return [tuple(bool(e) if _is_number(e) or isinstance(e, bool) else True if _is_dim(e) and
                       sym.nonnegative_given(sym.sub(e, 1), node.graph.size_bounds) else None for e in data)]
-    return [tuple(_number(np.asarray(e).astype(to.numpy)) if _is_number(e) or isinstance(e, bool) else e
-                  for e in data)]
+    return [tuple(_number(np.asarray(e).astype(to.numpy)) if _is_number(e) or isinstance(e, bool) else
+                  None if isinstance(e, Cmp) else e for e in data)]
 
 
 def _gather(node, args):
@@ -212,6 +222,8 @@ def _reduce(fn, np_fn):
         if data is None:
             return None
         dtype = node.output.dtype
+        if any(isinstance(e, Cmp) for e in data):
+            return None
         if dtype.is_float or any(isinstance(e, (DimOf, float)) for e in data):
             if not all(_is_number(e) for e in data):
                 return None
@@ -243,7 +255,7 @@ def _apply(fn, np_fn, dtype: DType, row: tuple):
             return None
         with np.errstate(all="ignore"):
             return _number(np.asarray(np_fn(*(np.asarray(e, dtype.numpy) for e in row)), dtype.numpy))
-    if any(isinstance(e, DimOf) or isinstance(e, float) for e in row):
+    if any(isinstance(e, (DimOf, float, Cmp)) for e in row):
         return None
     return fn(*(int(e) if isinstance(e, np.integer) else e for e in row))
 
@@ -255,15 +267,31 @@ def _where(node, args):
     cond, a, b = args
     if cond is None and node.inputs[0].const is not None:
         cond = tuple(node.inputs[0].const.reshape(-1).tolist())
-    if cond is None or not all(isinstance(f, (bool, np.bool_)) for f in cond):
+    if cond is None or not all(isinstance(f, (bool, np.bool_, Cmp)) for f in cond):
         return None
     n = _length(node.output.type)
-    a = a if a is not None else (None,) if not any(cond) else None  # a branch never taken may be unknown
-    b = b if b is not None else (None,) if all(cond) else None
+    decided = [f for f in cond if not isinstance(f, Cmp)]
+    a = a if a is not None else (None,) if not any(decided) and len(decided) == len(cond) else None
+    b = b if b is not None else (None,) if all(decided) and len(decided) == len(cond) else None  # never taken
     if a is None or b is None or any(len(v) not in (1, n) for v in (cond, a, b)):
         return None
     cond, a, b = (v * n if len(v) == 1 else v for v in (cond, a, b))
-    return [tuple(p if f else q for f, p, q in zip(cond, a, b))]
+    return [tuple(_select(f, p, q) for f, p, q in zip(cond, a, b))]
+
+
+def _select(flag, p, q):
+    """``p if flag else q``; for an undecided ``Cmp`` whose operands are the
+    branches, the ``min``/``max`` (or the one operand) that ``where`` picks."""
+    if not isinstance(flag, Cmp):
+        return p if flag else q
+    x, y = flag.x, flag.y
+    if flag.op == "eq":
+        return q if (p, q) in ((x, y), (y, x)) else None  # where(x == y, x, y) is y, and the other order x
+    if (p, q) == (x, y):
+        return sym.minimum(x, y)
+    if (p, q) == (y, x):
+        return sym.maximum(x, y)
+    return None
 
 
 def _compare(op: str):
@@ -284,9 +312,17 @@ def _compare(op: str):
 _SWAP = {"gt": "lt", "ge": "le"}
 
 
-def _decide(op: str, x, y, bounds) -> bool | None:
+def _decide(op: str, x, y, bounds) -> bool | Cmp | None:
+    """``x op y`` decided (a bool), else a ``Cmp`` of two dims, else None."""
     if op in _SWAP:
         op, x, y = _SWAP[op], y, x
+    got = _decide_normalized(op, x, y, bounds)
+    if got is None and _is_dim(x) and _is_dim(y) and op != "ne":
+        return Cmp(op, x, y)
+    return got
+
+
+def _decide_normalized(op: str, x, y, bounds) -> bool | None:
     if _is_number(x) and _is_number(y):
         return bool(getattr(np, {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal"}[op])(x, y))
     if isinstance(x, DimOf) or isinstance(y, DimOf):
@@ -348,7 +384,7 @@ _RANGES = {d: (int(np.iinfo(d.numpy).min), int(np.iinfo(d.numpy).max)) for d in 
 def _fits(content: Content, dtype: DType) -> bool:
     """Whether the int elements fit ``dtype``; a bool's elements must be bools."""
     if dtype == DType.BOOL:
-        return all(d is None or isinstance(d, bool) for d in content)
+        return all(d is None or isinstance(d, (bool, Cmp)) for d in content)
     lo, hi = _RANGES[dtype]
     return all(lo <= d <= hi for d in content if isinstance(d, int))
 

@@ -158,6 +158,8 @@ C_MODE = Mode(linker="cvm", optimizer="fast_run")
 # (static H and W, or symbolic ones; the image size the weights are for)
 IMAGES = [pytest.param((28, 28), 28, id="static-28"), pytest.param((None, None), 28, id="symbolic-28"),
           pytest.param((None, None), 32, id="symbolic-32")]
+# compiling PyTensor functions is the slow part: the 32x32 twin of each compiled-function case is a slow test
+COMPILED_IMAGES = IMAGES[:2] + [pytest.param(*IMAGES[2].values, id="symbolic-32", marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("spatial, image", IMAGES)
@@ -182,7 +184,7 @@ def test_by_hand_raw_graph(spatial, image, dtype):
         assert_same(compile_to_onnx(inputs, outputs=outputs).run(*values)[0], want, what="raw graph", **tol)
 
 
-@pytest.mark.parametrize("spatial, image", IMAGES)
+@pytest.mark.parametrize("spatial, image", COMPILED_IMAGES)
 @pytest.mark.parametrize("mode", ["default", "c"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_by_hand_from_a_compiled_function(mode, dtype, spatial, image):

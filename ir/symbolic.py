@@ -428,7 +428,9 @@ def absolute(a: Dim) -> Dim:
 
 
 # -- facts: sizes known to be at least some value ----------------------------
-Bounds = tuple  # ((symbol, least value), ...) sorted by symbol: hashable, for the memo
+# ((key, value), ...) sorted: a symbol key ``s`` with an int means ``s >= value``; an
+# expression key ``f`` (value 0) means ``f >= 0``. Hashable, for the memo.
+Bounds = tuple
 
 
 def lower_bounds(facts: Iterable[Dim], bounds: Bounds = ()) -> Bounds:
@@ -437,11 +439,17 @@ def lower_bounds(facts: Iterable[Dim], bounds: Bounds = ()) -> Bounds:
     3x3 convolution). A fact with one symbol ``s`` that is nondecreasing in
     ``s`` (positive coefficients over symbols and floor divisions of such)
     gives the least ``s`` making it >= 0, e.g. ``H//2-4`` gives ``H >= 8``;
-    other facts give nothing (never a wrong bound)."""
+    another fact is kept as it is (``H-K >= 0`` for a kernel of symbolic
+    size ``K``), so a dim that differs from it by a provably non-negative
+    amount is non-negative."""
     least = dict(bounds)
     for f in facts:
         names = symbols(f)
+        if f is None or is_nonnegative(f):
+            continue
         if len(names) != 1 or not _nondecreasing(f):
+            if isinstance(f, Expr):
+                least[f] = 0
             continue
         (s,) = names
         lo, hi = least.get(s, 0), 1 << 62
@@ -453,7 +461,8 @@ def lower_bounds(facts: Iterable[Dim], bounds: Bounds = ()) -> Bounds:
             mid = (lo + hi) // 2
             lo, hi = (mid, hi) if evaluate(f, {s: mid}) < 0 else (lo, mid)
         least[s] = hi
-    return tuple(sorted((s, v) for s, v in least.items() if v > 0))
+    return tuple(sorted(((k, v) for k, v in least.items() if v > 0 or isinstance(k, Expr)),
+                        key=lambda kv: (isinstance(kv[0], Expr), format_dim(kv[0]))))
 
 
 def _nondecreasing(d: Dim) -> bool:
@@ -483,7 +492,11 @@ def nonnegative_given(d: Dim, bounds: Bounds) -> bool:
     ``s + bound`` (the new ``s`` being >= 0)."""
     if not bounds:
         return is_nonnegative(d)
-    return is_nonnegative(substitute(d, {s: add(s, v) for s, v in bounds}))
+    up = {s: add(s, v) for s, v in bounds if isinstance(s, str)}
+    shifted = substitute(d, up) if up else d
+    if is_nonnegative(shifted):
+        return True
+    return any(is_nonnegative(sub(shifted, substitute(f, up) if up else f)) for f, _ in bounds if isinstance(f, Expr))
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE, typed=True)

@@ -28,6 +28,9 @@ taps. The rules below see the IR after lowering, ``canonicalize`` and
    Also matched: the float64 accumulator of a float32 sum
    (``cast(reduce_sum(cast(%c){to=f64}), f32)``, PyTensor's ``acc_dtype``),
    ``squeeze(%c){axes=[2]}`` (what PyTensor leaves of the sum when C = 1),
+   a kernel of unknown shape in 'valid' mode (a graph input ``k`` of shape
+   ``(M, C, kh, kw)`` all symbolic: a Conv with group 1 whose output is
+   ``H-kh+1``, assuming ``H >= kh``),
    a strided slice of ``%c`` under the sum (compiled graphs push the slice of
    rule 3 there; any other slice of the spatial axes, such as a pooling crop,
    becomes the same slice of the conv), a rank-4 kernel broadcast without ``[None]``, and kernels
@@ -185,16 +188,17 @@ def recover_conv(rw: Rewriter, m: Match) -> Value | str:
     if k5.rank not in (4, 5) or (k5.rank == 5 and k5.shape[0] != 1):
         return f"kernel {k5.type} is not W or W[None] of an (M, C, kh, kw) W"
     kernel = k5.shape[-2:]
-    if not all(isinstance(k, int) for k in kernel):
-        return f"kernel {k5.type} has symbolic spatial dims"
+    full = cv.attrs["full"]
+    if any(k is None for k in kernel) or (full and not all(isinstance(k, int) for k in kernel)):
+        return f"kernel {k5.type} has unknown spatial dims, or symbolic ones in full mode (pads k-1)"
     c_x, c_w = x5.shape[2], k5.shape[-3]
     if isinstance(c_x, int) and isinstance(c_w, int) and c_x != c_w:
         return f"image has {c_x} channels, kernel {c_w}: convolve2d would broadcast them"
-    full = cv.attrs["full"]
-    if not full and any(isinstance(n, int) and n < k for n, k in zip(x5.shape[3:], kernel)):
+    if not full and any(isinstance(n, int) and isinstance(k, int) and n < k for n, k in zip(x5.shape[3:], kernel)):
         return "image smaller than the kernel in valid mode: SciPy swaps the operands"
     if not full:  # a valid conv needs the image to cover the kernel: abs(H-k)+1 is then H-k+1
-        rw.assume(*(sym.sub(n, k) for n, k in zip(x5.shape[3:], kernel) if not isinstance(n, int)))
+        rw.assume(*(sym.sub(n, k) for n, k in zip(x5.shape[3:], kernel)
+                    if not (isinstance(n, int) and isinstance(k, int))))
     strides, crop = (1, 1), None
     if "stride" in m:
         strides = open_steps(m.stride, first_spatial=3)

@@ -411,13 +411,15 @@ def sum_of(total: Value) -> Sum | str:
     return Sum(source, reduce, reduce.inputs[0].dtype != source.dtype, kept)
 
 
-def _count(value: Value) -> int | float | None:
-    """The one value every element of ``value`` holds, if known."""
+def _count(value: Value) -> int | float | symbolic.Dim:
+    """The one value every element of ``value`` holds, if known: a number,
+    or a size (a dim: the spatial size a symbolic mean divides by)."""
     if value.const is not None:
         flat = value.const.reshape(-1)
         return flat[0].item() if flat.size and np.all(flat == flat[0]) else None
     el = elements(value)
-    return el[0] if el and all(e == el[0] for e in el) and isinstance(el[0], (int, float)) else None
+    return el[0] if el and all(e == el[0] for e in el) and isinstance(el[0], (int, float, str, symbolic.Expr)) \
+        and not isinstance(el[0], bool) else None
 
 
 def _mean(rw: Rewriter, m: Match, count: int | float, narrow_sums: bool) -> Value | str:
@@ -459,10 +461,9 @@ def _global(rw: Rewriter, op: str, x: Value, axes: tuple[int, ...], kept, count=
         return f"puts back axes {list(kept)}, not {list(spatial)}"
     if count is not None:
         dims = known_shape(x)[2:]
-        if not _static(dims):
-            return f"the spatial dims of {x.type} are not static"
-        if count != int(np.prod(dims)):
-            return f"divides by {count}, not by the {int(np.prod(dims))} spatial elements"
+        size = int(np.prod(dims)) if _static(dims) else symbolic.product(dims)
+        if size is None or count != size:
+            return f"divides by {count}, not by the {symbolic.format_dim(size)} spatial elements"
     why = _check_dtype(op, x)
     if why:
         return why
@@ -482,7 +483,7 @@ def mean_mul(rw: Rewriter, m: Match, narrow_sums: bool) -> Value | str:
     """sum * (1/count) -> avg_pool or global_avg_pool, when the factor is
     exactly 1/count rounded to the dtype (PyTensor's rewrite of a division)."""
     scale = _count(m.scale)
-    if not scale or scale < 0:
+    if not isinstance(scale, (int, float)) or not scale or scale < 0:
         return "the factor is not one positive constant"
     dtype = m.total.dtype.numpy
     count = round(1 / scale)

@@ -431,7 +431,7 @@ def known_shape(value: Value, budget: _Budget | None = None) -> tuple[Dim, ...]:
     # The type rules know only that sizes are >= 0: with the graph's size facts (H >= 8), infer
     # over symbols shifted by their bounds (H+8, H >= 0), then shift the result back.
     bounds = node.graph.size_bounds if node.graph is not None else ()
-    up = {s: sym.add(s, b) for s, b in bounds}
+    up = {s: sym.add(s, b) for s, b in bounds if isinstance(s, str)}
     if up:
         types = [t.with_shape(tuple(_subst(d, up) for d in t.shape)) for t in types]
         consts = [c if c is None or c.dtype != object else _subst_array(c, up) for c in consts]
@@ -443,7 +443,7 @@ def known_shape(value: Value, budget: _Budget | None = None) -> tuple[Dim, ...]:
         return shape
     dims = inferred.shape
     if up:
-        down = {s: sym.sub(s, b) for s, b in bounds}
+        down = {s: sym.sub(s, b) for s, b in bounds if isinstance(s, str)}
         dims = tuple(_subst(d, down) for d in dims)
     return tuple(join_dims(a, b) for a, b in zip(shape, dims))
 

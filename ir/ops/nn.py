@@ -84,8 +84,8 @@ _activation("gelu", _gelu, {"approximate": Attr("str", "none", ("none", "tanh"))
 def _spatial_out(size, kernel, stride, pad_begin, pad_end, dilation):
     """``(size + pads - extent) // stride + 1`` (ONNX Conv/pool output size,
     floor mode); symbolic for a symbolic size (``(H-3)//2+1``)."""
-    extent = (kernel - 1) * dilation + 1
-    return sym.add(sym.floordiv(sym.add(size, pad_begin + pad_end - extent), stride), 1)
+    extent = sym.add(sym.mul(sym.sub(kernel, 1), dilation), 1)
+    return sym.add(sym.floordiv(sym.sub(sym.add(size, pad_begin + pad_end), extent), stride), 1)
 
 
 def _window_attrs(x: TensorType, attrs, op: str, kernel=None):

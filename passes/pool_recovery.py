@@ -3,14 +3,17 @@ and sums becomes ``max_pool`` / ``avg_pool`` / ``global_max_pool`` /
 ``global_avg_pool`` (ONNX MaxPool, AveragePool, GlobalMaxPool,
 GlobalAveragePool).
 
-``x`` is ``(N, C, *spatial)`` with static C and spatial dims (the batch may
-be symbolic); shown for 2-D, any number of spatial axes works. Rules:
+``x`` is ``(N, C, *spatial)``, shown for 2-D (any number of spatial axes
+works); the batch, and for rules 1, 3 and 6 the spatial dims, may be
+symbolic (static kernels). Rules:
 
 1. reshape-max: the max over the window axes of a reshape that splits each
    spatial axis into (size/k, k) is a k x k max pool with stride k. With a
    symbolic batch the reshape target is computed at run time; the types
    prove it (the static dims after the batch agree, so the element count
-   fixes the batch)::
+   fixes the batch; with symbolic spatial dims the batch dims must be
+   equal, and ``shape_facts`` reads the target: ``(H-2)//2`` rows of 2 for
+   the ``H-2`` of a recovered conv)::
 
        %r: f32[N,16,14,2,14,2] = reshape(%x, %s)        (%x: f32[N,16,28,28])
        %y: f32[N,16,14,14] = reduce_max(%r) {axes=[3, 5], keepdims=false}

@@ -205,6 +205,10 @@ class Graph:
         self._num_nodes = 0
         self._op_counts: dict[str, int] = {}  # op name -> nodes of this graph with it
         self._nested: dict[Node, None] = {}  # the nodes of this graph with nested graphs
+        # Size facts every run that completes satisfies (``ir.symbolic.Bounds``: each symbol's
+        # least value), stated by rewrites whose replacement needs them (a valid conv's H >= k);
+        # types and shape facts are refined by them. Not printed: losing them loses precision only.
+        self.size_bounds: tuple = ()
 
     # -- inputs, outputs, constants ---------------------------------------
     def add_input(self, type: TensorType, name: str) -> Value:

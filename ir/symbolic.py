@@ -322,7 +322,7 @@ def divide_exactly(a: Dim, b: Dim) -> Dim:
 
 def cache_clear() -> None:
     """Forget the memoized results (for benchmarks measuring the uncached cost)."""
-    for fn in (add, mul, floordiv, _extremum, absolute):
+    for fn in (add, mul, floordiv, _extremum, absolute, refine):
         fn.cache_clear()
 
 
@@ -351,7 +351,27 @@ def is_nonnegative(d: Dim) -> bool:
         return d >= 0
     if isinstance(d, str):
         return True
-    return d.const >= 0 and all(c > 0 and all(_atom_nonnegative(a) for a in m) for m, c in d.terms)
+    if d.const >= 0 and all(c > 0 and all(_atom_nonnegative(a) for a in m) for m, c in d.terms):
+        return True
+    return _floor_bound_nonnegative(d)
+
+
+def _floor_bound_nonnegative(d: Expr) -> bool:
+    """``d >= 0`` proved by bounding one term ``-m*g * (p//k)``, ``g`` the
+    gcd of its coefficient and ``k``, below by ``-m * (p//(k/g))`` (``p//k``
+    is ``(p//(k/g))//g`` and ``g * (q//g) <= q``), e.g. ``H - 2*(H//2)``
+    (``H % 2``) or ``H//2 - 2*((H+2)//4) + 1``."""
+    for m, c in d.terms:
+        if len(m) == 1 and isinstance(m[0], Call) and m[0].fn == "floordiv" and c < 0:
+            p, k = m[0].args
+            g = math.gcd(c, k)
+            if g == 1:
+                continue
+            terms, const = _poly(d)
+            del terms[m]
+            if is_nonnegative(add(_make(terms, const), mul(floordiv(p, k // g), c // g))):
+                return True
+    return False
 
 
 def _atom_nonnegative(a: Atom) -> bool:
@@ -405,6 +425,113 @@ def absolute(a: Dim) -> Dim:
     terms, _ = _poly(a)
     first = min(terms, key=lambda m: (-len(m), _mono_key(m)))
     return _atom_dim(Call("abs", (negated if terms[first] < 0 else a,)))
+
+
+# -- facts: sizes known to be at least some value ----------------------------
+# ((key, value), ...) sorted: a symbol key ``s`` with an int means ``s >= value``; an
+# expression key ``f`` (value 0) means ``f >= 0``. Hashable, for the memo.
+Bounds = tuple
+
+
+def lower_bounds(facts: Iterable[Dim], bounds: Bounds = ()) -> Bounds:
+    """``bounds`` tightened by ``facts``, dims known to be >= 0 (the size of
+    an axis, or what an op needs to be defined, such as ``H-3`` for a valid
+    3x3 convolution). A fact with one symbol ``s`` that is nondecreasing in
+    ``s`` (positive coefficients over symbols and floor divisions of such)
+    gives the least ``s`` making it >= 0, e.g. ``H//2-4`` gives ``H >= 8``;
+    another fact is kept as it is (``H-K >= 0`` for a kernel of symbolic
+    size ``K``), so a dim that differs from it by a provably non-negative
+    amount is non-negative."""
+    least = dict(bounds)
+    for f in facts:
+        names = symbols(f)
+        if f is None or is_nonnegative(f):
+            continue
+        if len(names) != 1 or not _nondecreasing(f):
+            if isinstance(f, Expr):
+                least[f] = 0
+            continue
+        (s,) = names
+        lo, hi = least.get(s, 0), 1 << 62
+        if evaluate(f, {s: lo}) >= 0:
+            continue
+        if evaluate(f, {s: hi}) < 0:
+            continue  # never true for a size: no usable bound
+        while hi - lo > 1:  # invariant: f(lo) < 0 <= f(hi)
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if evaluate(f, {s: mid}) < 0 else (lo, mid)
+        least[s] = hi
+    return tuple(sorted(((k, v) for k, v in least.items() if v > 0 or isinstance(k, Expr)),
+                        key=lambda kv: (isinstance(kv[0], Expr), format_dim(kv[0]))))
+
+
+def _nondecreasing(d: Dim) -> bool:
+    if d is None:
+        return False
+    if isinstance(d, (int, str)):
+        return True
+    for m, c in d.terms:
+        if c < 0 or not all(_atom_nondecreasing(a) for a in m):
+            return False
+        if len(m) > 1 and not all(_atom_nonnegative(a) for a in m):
+            return False  # a product of nondecreasing factors is monotone only when they are >= 0
+    return True
+
+
+def _atom_nondecreasing(a: Atom) -> bool:
+    if isinstance(a, str):
+        return True
+    if a.fn == "abs":
+        return False
+    return all(_nondecreasing(x) for x in a.args)
+
+
+def nonnegative_given(d: Dim, bounds: Bounds) -> bool:
+    """Whether ``d >= 0`` is provable when each symbol of ``bounds`` is at
+    least its bound: ``is_nonnegative`` of ``d`` with ``s`` written
+    ``s + bound`` (the new ``s`` being >= 0)."""
+    if not bounds:
+        return is_nonnegative(d)
+    up = {s: add(s, v) for s, v in bounds if isinstance(s, str)}
+    shifted = substitute(d, up) if up else d
+    if is_nonnegative(shifted):
+        return True
+    return any(is_nonnegative(sub(shifted, substitute(f, up) if up else f)) for f, _ in bounds if isinstance(f, Expr))
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE, typed=True)
+def refine(d: Dim, bounds: Bounds) -> Dim:
+    """``d`` simplified where each symbol of ``bounds`` is at least its
+    bound: ``abs``, ``max`` and ``min`` decided by ``nonnegative_given``
+    (``abs(H-3)+1`` is ``H-2`` given ``H >= 3``). Equal to ``d`` wherever
+    the bounds hold."""
+    if not bounds or d is None or isinstance(d, (int, str)):
+        return d
+    out: Dim = d.const
+    for m, c in d.terms:
+        term: Dim = c
+        for a in m:
+            term = mul(term, _refine_atom(a, bounds))
+        out = add(out, term)
+    return out
+
+
+def _refine_atom(a: Atom, bounds: Bounds) -> Dim:
+    if isinstance(a, str):
+        return a
+    args = [refine(x, bounds) for x in a.args]
+    if a.fn == "abs":
+        if nonnegative_given(args[0], bounds):
+            return args[0]
+        if nonnegative_given(neg(args[0]), bounds):
+            return neg(args[0])
+    elif a.fn in ("max", "min"):
+        diff = sub(args[0], args[1])
+        if nonnegative_given(diff, bounds):
+            return args[0] if a.fn == "max" else args[1]
+        if nonnegative_given(neg(diff), bounds):
+            return args[1] if a.fn == "max" else args[0]
+    return _CALLS[a.fn](*args)
 
 
 # -- queries ------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, Sequence
 
+from ir import symbolic as sym
 from ir.core import Graph, Node, Value
 
 FOLD_MAX_ELEMENTS = 65536
@@ -45,6 +46,21 @@ def walk_scopes(graph: Graph, names: bool = True) -> Iterator[tuple[Graph, set[s
                          for sub in reversed(node.subgraphs.values()))
 
 
+def refine_types(graph: Graph, bounds: sym.Bounds) -> None:
+    """Refine the dims of every node output of ``graph`` (top level) by the
+    size facts ``bounds`` (``ir.symbolic.refine``: ``abs(H-3)+1`` is ``H-2``
+    given ``H >= 3``). Only for facts that hold wherever ``graph`` runs to
+    its end (a node needs them, or fails). Linear in the graph's size."""
+    if not bounds:
+        return
+    for node in graph:
+        for v in node.outputs:
+            shape = v.type.shape
+            new = tuple(sym.refine(d, bounds) if isinstance(d, sym.Expr) else d for d in shape)
+            if new != shape:
+                v.type = v.type.with_shape(new)
+
+
 def remove_dead_code(graph: Graph) -> bool:
     """Erase every node of ``graph`` (top level only) none of whose outputs
     is read or returned, and every constant nothing reads; True if anything
@@ -74,6 +90,7 @@ def copy_graph(graph: Graph, name: str | None = None) -> Graph:
         copy.append(clone)
         env.update(zip(node.outputs, clone.outputs))
     copy.set_outputs([env[v] for v in graph.outputs])
+    copy.size_bounds = graph.size_bounds
     return copy
 
 

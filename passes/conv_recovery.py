@@ -28,6 +28,9 @@ taps. The rules below see the IR after lowering, ``canonicalize`` and
    Also matched: the float64 accumulator of a float32 sum
    (``cast(reduce_sum(cast(%c){to=f64}), f32)``, PyTensor's ``acc_dtype``),
    ``squeeze(%c){axes=[2]}`` (what PyTensor leaves of the sum when C = 1),
+   a kernel of unknown shape in 'valid' mode (a graph input ``k`` of shape
+   ``(M, C, kh, kw)`` all symbolic: a Conv with group 1 whose output is
+   ``H-kh+1``, assuming ``H >= kh``),
    a strided slice of ``%c`` under the sum (compiled graphs push the slice of
    rule 3 there; any other slice of the spatial axes, such as a pooling crop,
    becomes the same slice of the conv), a rank-4 kernel broadcast without ``[None]``, and kernels
@@ -81,7 +84,7 @@ taps. The rules below see the IR after lowering, ``canonicalize`` and
        const %K_1: f32[1,1,2,2] = [[[[1.0, 2.0], [3.0, 4.0]]]]
        %y: f32[N,1,6,6] = conv(%x, %K_1) {dilations=[2, 2], flip=true, ...}
 
-6. crop-sink: an end crop (start 0, step 1, constant bounds) of a conv,
+6. crop-sink: an end crop (start 0, step 1, any ends) of a conv,
    read by an elementwise op whose other operands have size 1 on the cropped
    axes, moves after that op, and on through the next ones; the pooling crop
    of rule 1 thus returns to where ``pool-recovery`` absorbs it into a
@@ -101,8 +104,11 @@ Semantics and assumptions (PyTensor's ``Convolve2d.perform`` is
   (rule 1) becomes the conv's own float32 accumulation (about 1e-6 relative).
 - 'valid' mode with an image smaller than the kernel makes SciPy swap the
   operands. The rule declines when the image's static size is smaller than
-  the kernel; for symbolic sizes it assumes the image covers the kernel.
-  If it does not at run time, onnxruntime's Conv fails ("Invalid input
+  the kernel; for symbolic sizes it assumes the image covers the kernel
+  (``Rewriter.assume(H - k)``), where PyTensor's output size ``abs(H-k)+1``
+  is the conv's ``H-k+1``, and every type of the graph is refined by that
+  fact (so the pooling after it sees ``H-2``, not ``abs(H-3)+1``). If the
+  image is smaller at run time, onnxruntime's Conv fails ("Invalid input
   shape") where PyTensor returns the swapped convolution: an error, never a
   wrong value. Likewise a channel count that is symbolic is assumed to equal
   the kernel's (convolve2d would broadcast a single channel).
@@ -128,6 +134,7 @@ from typing import Sequence
 import numpy as np
 
 from ir import DType, Graph, Node, Value
+from ir import symbolic as sym
 from ir.opdef import ELEMENTWISE, ops_with
 from ir.ops.common import normalize_axis
 from ir.ops.shape import INT64_MAX
@@ -162,7 +169,7 @@ def conv_bias(m: Match) -> list[Value]:
 
 # -- rule 1: the channel sum of a broadcast convolve2d -----------------------
 CV = Op("convolve2d", Var("x5"), Var("k5"), name="cv")
-STRIDED_CV = Op("slice", CV, Const("starts"), Const("ends"), Const("steps"), name="stride")
+STRIDED_CV = Op("slice", CV, Const("starts"), Var("ends"), Const("steps"), name="stride")  # ends may be computed
 CHANNEL_AXIS = {"axes": lambda axes: tuple(axes) in ((2,), (-3,))}
 SUM_C = {**CHANNEL_AXIS, "keepdims": False}
 TO_F64 = {"to": DType.FLOAT64}
@@ -181,14 +188,17 @@ def recover_conv(rw: Rewriter, m: Match) -> Value | str:
     if k5.rank not in (4, 5) or (k5.rank == 5 and k5.shape[0] != 1):
         return f"kernel {k5.type} is not W or W[None] of an (M, C, kh, kw) W"
     kernel = k5.shape[-2:]
-    if not all(isinstance(k, int) for k in kernel):
-        return f"kernel {k5.type} has symbolic spatial dims"
+    full = cv.attrs["full"]
+    if any(k is None for k in kernel) or (full and not all(isinstance(k, int) for k in kernel)):
+        return f"kernel {k5.type} has unknown spatial dims, or symbolic ones in full mode (pads k-1)"
     c_x, c_w = x5.shape[2], k5.shape[-3]
     if isinstance(c_x, int) and isinstance(c_w, int) and c_x != c_w:
         return f"image has {c_x} channels, kernel {c_w}: convolve2d would broadcast them"
-    full = cv.attrs["full"]
-    if not full and any(isinstance(n, int) and n < k for n, k in zip(x5.shape[3:], kernel)):
+    if not full and any(isinstance(n, int) and isinstance(k, int) and n < k for n, k in zip(x5.shape[3:], kernel)):
         return "image smaller than the kernel in valid mode: SciPy swaps the operands"
+    if not full:  # a valid conv needs the image to cover the kernel: abs(H-k)+1 is then H-k+1
+        rw.assume(*(sym.sub(n, k) for n, k in zip(x5.shape[3:], kernel)
+                    if not (isinstance(n, int) and isinstance(k, int))))
     strides, crop = (1, 1), None
     if "stride" in m:
         strides = open_steps(m.stride, first_spatial=3)
@@ -251,13 +261,14 @@ def _reads_crop(node: Node) -> bool:
 
 
 def _is_crop(value: Value) -> bool:
-    """Whether ``value`` is a single-use ``slice`` from 0 with step 1 and
-    constant bounds of the output of a conv or of a ``SINK_OPS`` node."""
+    """Whether ``value`` is a single-use ``slice`` from 0 with step 1 (constant
+    starts and steps; the ends may be computed) of the output of a conv or of
+    a ``SINK_OPS`` node."""
     node = value.producer
     if node is None or node.op != "slice" or not single_use(value):
         return False
     data = node.inputs[0].producer
-    if data is None or data.op not in SINK_FROM or any(v.const is None for v in node.inputs[1:]):
+    if data is None or data.op not in SINK_FROM or node.inputs[1].const is None or node.inputs[3].const is None:
         return False
     return not any(node.inputs[1].const.tolist()) and all(s == 1 for s in node.inputs[3].const.tolist())
 
@@ -281,6 +292,8 @@ def open_steps(node: Node, first_spatial: int) -> tuple[int, ...] | str:
     x = node.inputs[0]
     nsp = x.rank - first_spatial
     steps = [1] * nsp
+    if any(v.const is None for v in node.inputs[1:]):
+        return "the slice bounds are computed at run time"
     starts, ends, strides = (v.const.tolist() for v in node.inputs[1:])
     for a, start, end, step in zip(node.attrs["axes"], starts, ends, strides):
         a = normalize_axis(a, x.rank, "slice")

@@ -35,7 +35,12 @@ small, so this stays cheap.
 
 A rewrite ``fn(rw, m)`` returns the replacement value for the root, or a
 string saying why it declines (the nodes and constants it made are then
-removed). A mismatch says why each choice failed
+removed). A rewrite that is exact only where some sizes are large enough,
+and whose replacement fails at run time elsewhere (a valid ONNX Conv needs
+the image to cover the kernel), states it with ``rw.assume(H - 3)``: the
+replacement's type is compared with the root's under that fact, and when
+the rule fires every type of the graph is refined by it
+(``ir.transforms.refine_types``: ``abs(H-3)+1`` becomes ``H-2``). A mismatch says why each choice failed
 (operand orders and alternatives, joined by ``; ``). Every miss (pattern
 mismatch or decline) is logged at DEBUG level on the ``passes.pattern``
 logger with the rule's name and where it was defined, and recorded in
@@ -54,8 +59,9 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 import numpy as np
 
 from ir import Graph, Node, TensorType, Value
+from ir import symbolic as sym
 from ir.core import merge_origins
-from ir.transforms import add_fresh_constant, walk_scopes
+from ir.transforms import add_fresh_constant, refine_types, walk_scopes
 from passes.rewrite_log import RewriteLog, active_log
 from ir.ops import get_op
 
@@ -327,6 +333,16 @@ class Rewriter:
         self.created: list[Node] = []
         self.created_constants: list[Value] = []
         self.matched: list[Node] = []
+        self.bounds: sym.Bounds = graph.size_bounds  # the graph's size facts (``assume``)
+        self.pending: sym.Bounds = ()  # ``bounds`` with the facts of the rewrite being tried
+
+    def assume(self, *facts) -> None:
+        """State that the replacement equals the root only where each dim of
+        ``facts`` is >= 0, and fails at run time elsewhere (so no run gives
+        a different value). The replacement's type is then compared with the
+        root's refined by the facts (``ir.symbolic.refine``), and if the rule
+        fires, every node type of the graph is refined by them."""
+        self.pending = sym.lower_bounds(facts, self.pending)
 
     def add(self, op: str, inputs: Sequence[Value], attrs: dict | None = None) -> Value:
         """A new single-output ``op(inputs){attrs}`` before the root; returns its
@@ -562,6 +578,9 @@ def _apply_in(graph: Graph, by_op: set[str], active: _ActiveRules, trace: list[M
             active.add_ops(n.op for n in rw.created)
             touched = [use.node for use in old.uses()] + rw.created
             graph.replace_all_uses(old, new)
+            if rw.pending != rw.bounds:  # the rewrite assumed new size facts: every type learns them
+                rw.bounds = graph.size_bounds = rw.pending
+                refine_types(graph, rw.bounds)
             if old in outputs:
                 outputs.discard(old)
                 outputs.add(new)
@@ -624,10 +643,11 @@ def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None, outputs
     why = rule.pattern.match_node(node, m)
     result: Value | str | None = None
     if why is None:
-        rw.root, rw.created, rw.created_constants = node, [], []
+        rw.bounds = rw.graph.size_bounds
+        rw.root, rw.created, rw.created_constants, rw.pending = node, [], [], rw.bounds
         result = rule.rewrite(rw, m)
         rw.matched = m.nodes
-        if isinstance(result, Value) and not refines(result.type, node.output.type):
+        if isinstance(result, Value) and not refines(result.type, node.output.type, rw.pending):
             result = f"replacement type {result.type} != {node.output.type}"
         why = result if isinstance(result, str) else None
         if why is not None and session is not None:  # the pattern matched, the rewrite declined
@@ -653,12 +673,13 @@ def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None, outputs
     return result
 
 
-def refines(new: TensorType, old: TensorType) -> bool:
+def refines(new: TensorType, old: TensorType, bounds: sym.Bounds = ()) -> bool:
     """Whether a replacement of type ``new`` may stand for a value of type
     ``old``: the same dtype and rank, and every dim equal or unknown (``?``)
-    in ``old`` (a rewrite may know more, e.g. the batch dim a reshape lost)."""
+    in ``old`` (a rewrite may know more, e.g. the batch dim a reshape lost),
+    ``old``'s dims refined by the size facts ``bounds`` (``Rewriter.assume``)."""
     return (new.dtype == old.dtype and new.rank == old.rank
-            and all(o is None or n == o for n, o in zip(new.shape, old.shape)))
+            and all(o is None or n == o or n == sym.refine(o, bounds) for n, o in zip(new.shape, old.shape)))
 
 
 def erase_dead(graph: Graph, nodes: Iterable[Node], outputs: set[Value] | None = None) -> list[Value]:

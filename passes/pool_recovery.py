@@ -3,14 +3,17 @@ and sums becomes ``max_pool`` / ``avg_pool`` / ``global_max_pool`` /
 ``global_avg_pool`` (ONNX MaxPool, AveragePool, GlobalMaxPool,
 GlobalAveragePool).
 
-``x`` is ``(N, C, *spatial)`` with static C and spatial dims (the batch may
-be symbolic); shown for 2-D, any number of spatial axes works. Rules:
+``x`` is ``(N, C, *spatial)``, shown for 2-D (any number of spatial axes
+works); the batch, and for rules 1, 3 and 6 the spatial dims, may be
+symbolic (static kernels). Rules:
 
 1. reshape-max: the max over the window axes of a reshape that splits each
    spatial axis into (size/k, k) is a k x k max pool with stride k. With a
    symbolic batch the reshape target is computed at run time; the types
    prove it (the static dims after the batch agree, so the element count
-   fixes the batch)::
+   fixes the batch; with symbolic spatial dims the batch dims must be
+   equal, and ``shape_facts`` reads the target: ``(H-2)//2`` rows of 2 for
+   the ``H-2`` of a recovered conv)::
 
        %r: f32[N,16,14,2,14,2] = reshape(%x, %s)        (%x: f32[N,16,28,28])
        %y: f32[N,16,14,14] = reduce_max(%r) {axes=[3, 5], keepdims=false}
@@ -202,14 +205,16 @@ def reshape_window(reshaped: Value, axes) -> Window | str:
         return f"reshape {x.type} -> {reshaped.type} does not split each spatial axis in two"
     if sorted(axes) != [3 + 2 * i for i in range(nsp)]:
         return f"reduces axes {list(axes)}, not the window axes {[3 + 2 * i for i in range(nsp)]}"
-    if not _static(xs[1:]) or not _static(rs[1:]):
-        return f"channel and spatial dims of {x.type} -> {reshaped.type} are not static"
     kernel, lengths = tuple(rs[3::2]), tuple(rs[2::2])
-    if rs[1] != xs[1] or any(n * k != d for n, k, d in zip(lengths, kernel, xs[2:])):
+    if not _static(kernel) or any(d is None for d in (*xs[1:], *lengths)):
+        return f"the window of {x.type} -> {reshaped.type} is not static or a dim is unknown"
+    if rs[1] != xs[1] or any(symbolic.mul(n, k) != d for n, k, d in zip(lengths, kernel, xs[2:])):
         return f"reshape {x.type} -> {reshaped.type} is not a split of the spatial axes"
     if isinstance(xs[0], int) and isinstance(rs[0], int) and xs[0] != rs[0]:
         return "the reshape changes the batch"
-    # Otherwise the element count fixes the output batch: the other dims agree and are nonzero.
+    if not _static(xs[1:]) and (xs[0] is None or xs[0] != rs[0]):
+        # With static nonzero dims after the batch the element count fixes it; else the dims must say so.
+        return f"the batch of {reshaped.type} is not known to be that of {x.type}"
     return Window(_uncropped(x, kernel, lengths), kernel, lengths)
 
 
@@ -217,18 +222,24 @@ def _uncropped(x: Value, kernel, lengths) -> Value:
     """The source of a crop ``x = src[:, :, :a, :b]`` that floor-mode pooling
     with stride = kernel makes implicit, else ``x``."""
     node = x.producer
-    if node is None or node.op != "slice" or not all(v.const is not None for v in node.inputs[1:]):
+    if node is None or node.op != "slice":
         return x
     src = node.inputs[0]
     dims = known_shape(src)
-    if not _static(dims[2:]):
+    bounds = [elements(v) for v in node.inputs[1:]]
+    if any(b is None for b in bounds):
         return x
-    starts, stops, steps = (v.const.tolist() for v in node.inputs[1:])
-    for a, b, e, s in zip(node.attrs["axes"], starts, stops, steps):
+    for a, b, e, s in zip(node.attrs["axes"], *bounds):
         a %= src.rank
-        if a < 2 or s != 1 or range(*slice(b, e, s).indices(dims[a])) != range(lengths[a - 2] * kernel[a - 2]):
+        k, n, d = kernel[a - 2], lengths[a - 2], dims[a]
+        if a < 2 or s != 1 or d is None:
             return x
-        if (dims[a] - kernel[a - 2]) // kernel[a - 2] + 1 != lengths[a - 2]:
+        if _static((d, n)) and isinstance(b, int) and isinstance(e, int):
+            if range(*slice(b, e, s).indices(d)) != range(n * k):
+                return x
+        elif b != 0 or e != symbolic.mul(n, k):  # x[:n*k] with n*k <= d, as the floor-mode count below proves
+            return x
+        if symbolic.add(symbolic.floordiv(symbolic.sub(d, k), k), 1) != n:
             return x
     return src
 
@@ -403,13 +414,15 @@ def sum_of(total: Value) -> Sum | str:
     return Sum(source, reduce, reduce.inputs[0].dtype != source.dtype, kept)
 
 
-def _count(value: Value) -> int | float | None:
-    """The one value every element of ``value`` holds, if known."""
+def _count(value: Value) -> int | float | symbolic.Dim:
+    """The one value every element of ``value`` holds, if known: a number,
+    or a size (a dim: the spatial size a symbolic mean divides by)."""
     if value.const is not None:
         flat = value.const.reshape(-1)
         return flat[0].item() if flat.size and np.all(flat == flat[0]) else None
     el = elements(value)
-    return el[0] if el and all(e == el[0] for e in el) and isinstance(el[0], (int, float)) else None
+    return el[0] if el and all(e == el[0] for e in el) and isinstance(el[0], (int, float, str, symbolic.Expr)) \
+        and not isinstance(el[0], bool) else None
 
 
 def _mean(rw: Rewriter, m: Match, count: int | float, narrow_sums: bool) -> Value | str:
@@ -451,10 +464,9 @@ def _global(rw: Rewriter, op: str, x: Value, axes: tuple[int, ...], kept, count=
         return f"puts back axes {list(kept)}, not {list(spatial)}"
     if count is not None:
         dims = known_shape(x)[2:]
-        if not _static(dims):
-            return f"the spatial dims of {x.type} are not static"
-        if count != int(np.prod(dims)):
-            return f"divides by {count}, not by the {int(np.prod(dims))} spatial elements"
+        size = int(np.prod(dims)) if _static(dims) else symbolic.product(dims)
+        if size is None or count != size:
+            return f"divides by {count}, not by the {symbolic.format_dim(size)} spatial elements"
     why = _check_dtype(op, x)
     if why:
         return why
@@ -474,7 +486,7 @@ def mean_mul(rw: Rewriter, m: Match, narrow_sums: bool) -> Value | str:
     """sum * (1/count) -> avg_pool or global_avg_pool, when the factor is
     exactly 1/count rounded to the dtype (PyTensor's rewrite of a division)."""
     scale = _count(m.scale)
-    if not scale or scale < 0:
+    if not isinstance(scale, (int, float)) or not scale or scale < 0:
         return "the factor is not one positive constant"
     dtype = m.total.dtype.numpy
     count = round(1 / scale)

@@ -45,8 +45,8 @@ from ir.core import Node, Value
 from ir.types import DType, TensorType, join_dims
 
 CONTENT_LIMIT = 64  # longest vector whose elements are tracked forward
-TRACKED_DTYPES = (DType.INT64, DType.INT32)
-MAX_STEPS = 64  # producers one on-demand query may visit
+TRACKED_DTYPES = (DType.INT64, DType.INT32, DType.BOOL)  # bools: comparisons of sizes
+MAX_STEPS = 256  # distinct producers one on-demand query may visit
 MAX_ELEMENTS = 16  # the longest value ``elements`` evaluates
 
 Content = tuple  # of elements: numbers, dims, DimOf tokens or None
@@ -57,6 +57,16 @@ class DimOf(NamedTuple):
 
     value: Value
     axis: int
+
+
+class Cmp(NamedTuple):
+    """An undecided comparison of two sizes, ``x < y`` (``op`` "lt"), ``x <= y``
+    ("le") or ``x == y`` ("eq"): the element of a bool value, so that
+    ``where(x < y, x, y)`` is known to be ``min(x, y)``."""
+
+    op: str
+    x: Any
+    y: Any
 
 
 def _is_number(e) -> bool:
@@ -97,7 +107,7 @@ class ShapeValues:
         if not tracked(value.type):
             return None
         if value.const is not None:
-            got = tuple(int(v) for v in value.const.reshape(-1))
+            got = tuple(value.const.reshape(-1).tolist())
             self.known[value] = got
             return got
         return (None,) * _length(value.type)
@@ -123,7 +133,7 @@ class ShapeValues:
         for out, content in zip(node.outputs, results or ()):
             if (content is not None and tracked(out.type) and len(content) == _length(out.type)
                     and any(d is not None for d in content) and _fits(content, out.dtype)):
-                self.known[out] = tuple(content)
+                self.known[out] = _refined(tuple(content), node)
 
 
 # -- rules --------------------------------------------------------------------
@@ -149,8 +159,12 @@ def _cast(node, args):
     data = args[0]
     if data is None:
         return None
-    to = node.attrs["to"].numpy
-    return [tuple(_number(np.asarray(e).astype(to)) if _is_number(e) else e for e in data)]
+    to = node.attrs["to"]
+    if to == DType.BOOL:  # a size is true when provably >= 1, false when 0
+        return [tuple(bool(e) if _is_number(e) or isinstance(e, bool) else True if _is_dim(e) and
+                      sym.nonnegative_given(sym.sub(e, 1), node.graph.size_bounds) else None for e in data)]
+    return [tuple(_number(np.asarray(e).astype(to.numpy)) if _is_number(e) or isinstance(e, bool) else
+                  None if isinstance(e, Cmp) else e for e in data)]
 
 
 def _gather(node, args):
@@ -208,6 +222,8 @@ def _reduce(fn, np_fn):
         if data is None:
             return None
         dtype = node.output.dtype
+        if any(isinstance(e, Cmp) for e in data):
+            return None
         if dtype.is_float or any(isinstance(e, (DimOf, float)) for e in data):
             if not all(_is_number(e) for e in data):
                 return None
@@ -239,24 +255,93 @@ def _apply(fn, np_fn, dtype: DType, row: tuple):
             return None
         with np.errstate(all="ignore"):
             return _number(np.asarray(np_fn(*(np.asarray(e, dtype.numpy) for e in row)), dtype.numpy))
-    if any(isinstance(e, DimOf) or isinstance(e, float) for e in row):
+    if any(isinstance(e, (DimOf, float, Cmp)) for e in row):
         return None
     return fn(*(int(e) if isinstance(e, np.integer) else e for e in row))
 
 
 def _where(node, args):
-    """where(c, a, b) with a constant condition ``c``: the selected elements
-    (length-1 operands broadcast)."""
-    cond = node.inputs[0].const
-    a, b = args[1], args[2]
-    if cond is None or a is None or b is None:
+    """where(c, a, b) with a known condition ``c`` (a constant, or a
+    comparison the shape facts decide): the selected elements (length-1
+    operands broadcast)."""
+    cond, a, b = args
+    if cond is None and node.inputs[0].const is not None:
+        cond = tuple(node.inputs[0].const.reshape(-1).tolist())
+    if cond is None or not all(isinstance(f, (bool, np.bool_, Cmp)) for f in cond):
         return None
     n = _length(node.output.type)
-    flags = [bool(f) for f in np.broadcast_to(cond.reshape(-1), (n,))] if cond.size in (1, n) else None
-    if flags is None or any(len(v) not in (1, n) for v in (a, b)):
+    decided = [f for f in cond if not isinstance(f, Cmp)]
+    a = a if a is not None else (None,) if not any(decided) and len(decided) == len(cond) else None
+    b = b if b is not None else (None,) if all(decided) and len(decided) == len(cond) else None  # never taken
+    if a is None or b is None or any(len(v) not in (1, n) for v in (cond, a, b)):
         return None
-    a, b = (v * n if len(v) == 1 else v for v in (a, b))
-    return [tuple(p if f else q for f, p, q in zip(flags, a, b))]
+    cond, a, b = (v * n if len(v) == 1 else v for v in (cond, a, b))
+    return [tuple(_select(f, p, q) for f, p, q in zip(cond, a, b))]
+
+
+def _select(flag, p, q):
+    """``p if flag else q``; for an undecided ``Cmp`` whose operands are the
+    branches, the ``min``/``max`` (or the one operand) that ``where`` picks."""
+    if not isinstance(flag, Cmp):
+        return p if flag else q
+    x, y = flag.x, flag.y
+    if flag.op == "eq":
+        return q if (p, q) in ((x, y), (y, x)) else None  # where(x == y, x, y) is y, and the other order x
+    if (p, q) == (x, y):
+        return sym.minimum(x, y)
+    if (p, q) == (y, x):
+        return sym.maximum(x, y)
+    return None
+
+
+def _compare(op: str):
+    def rule(node, args):
+        """eq, ne, lt, le, gt, ge of sizes: NumPy on numbers, else decided
+        by ``ir.symbolic`` (``a < b`` when ``b-a-1 >= 0`` is provable, given
+        the graph's size facts), else unknown."""
+        if any(a is None for a in args) or node.inputs[0].dtype.is_float != node.inputs[1].dtype.is_float:
+            return None
+        n = _length(node.output.type)
+        if any(len(a) not in (1, n) for a in args):
+            return None
+        columns = [a * n if len(a) == 1 else a for a in args]
+        return [tuple(_decide(op, x, y, node.graph.size_bounds) for x, y in zip(*columns))]
+    return rule
+
+
+_SWAP = {"gt": "lt", "ge": "le"}
+
+
+def _decide(op: str, x, y, bounds) -> bool | Cmp | None:
+    """``x op y`` decided (a bool), else a ``Cmp`` of two dims, else None."""
+    if op in _SWAP:
+        op, x, y = _SWAP[op], y, x
+    got = _decide_normalized(op, x, y, bounds)
+    if got is None and _is_dim(x) and _is_dim(y) and op != "ne":
+        return Cmp(op, x, y)
+    return got
+
+
+def _decide_normalized(op: str, x, y, bounds) -> bool | None:
+    if _is_number(x) and _is_number(y):
+        return bool(getattr(np, {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal"}[op])(x, y))
+    if isinstance(x, DimOf) or isinstance(y, DimOf):
+        return True if op in ("eq", "le") and x == y else False if op in ("ne", "lt") and x == y else None
+    if not (_is_dim(x) and _is_dim(y)):
+        return None
+    diff = sym.sub(y, x)  # y - x
+    if diff is None:
+        return None
+    holds = lambda d: sym.nonnegative_given(d, bounds)  # noqa: E731
+    if op in ("eq", "ne"):
+        equal = True if diff == 0 else False if holds(sym.sub(diff, 1)) or holds(sym.sub(sym.neg(diff), 1)) else None
+        return equal if op == "eq" or equal is None else not equal
+    strict = op == "lt"
+    if holds(sym.sub(diff, 1) if strict else diff):
+        return True
+    if holds(sym.neg(diff) if strict else sym.sub(sym.neg(diff), 1)):
+        return False
+    return None
 
 
 VALUE_RULES: dict[str, Rule] = {
@@ -284,6 +369,7 @@ VALUE_RULES: dict[str, Rule] = {
     "maximum": _elementwise(sym.maximum, np.maximum),
     "minimum": _elementwise(sym.minimum, np.minimum),
     "where": _where,
+    **{op: _compare(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
 }
 
 
@@ -292,19 +378,34 @@ def is_static(content: Content | None) -> bool:
     return content is not None and all(isinstance(d, int) for d in content)
 
 
-_RANGES = {d: (int(np.iinfo(d.numpy).min), int(np.iinfo(d.numpy).max)) for d in TRACKED_DTYPES}
+_RANGES = {d: (int(np.iinfo(d.numpy).min), int(np.iinfo(d.numpy).max)) for d in TRACKED_DTYPES if d.is_int}
 
 
 def _fits(content: Content, dtype: DType) -> bool:
-    """Whether the int elements fit ``dtype``."""
+    """Whether the int elements fit ``dtype``; a bool's elements must be bools."""
+    if dtype == DType.BOOL:
+        return all(d is None or isinstance(d, (bool, Cmp)) for d in content)
     lo, hi = _RANGES[dtype]
     return all(lo <= d <= hi for d in content if isinstance(d, int))
 
 
+def _refined(content: Content, node: Node) -> Content:
+    """``content`` with its dims refined by the graph's size facts
+    (``Graph.size_bounds``, ``ir.symbolic.refine``)."""
+    bounds = node.graph.size_bounds if node.graph is not None else ()
+    if not bounds:
+        return content
+    return tuple(sym.refine(d, bounds) if isinstance(d, sym.Expr) else d for d in content)
+
+
 # -- on-demand queries --------------------------------------------------
 class _Budget:
+    """The producers one query may still visit, and the answers it already
+    has (a value read twice through a DAG is evaluated once)."""
+
     def __init__(self, steps: int = MAX_STEPS):
         self.steps = steps
+        self.memo: dict[Value, tuple | None] = {}
 
     def take(self) -> bool:
         self.steps -= 1
@@ -327,13 +428,34 @@ def known_shape(value: Value, budget: _Budget | None = None) -> tuple[Dim, ...]:
     consts = [v.const for v in node.inputs]
     if opdef.symbolic_inputs:  # reshape, expand, slice...: shape-like inputs as far as ``elements`` sees them
         consts = [c if c is not None else _symbolic_array(v, budget) for c, v in zip(consts, node.inputs)]
+    # The type rules know only that sizes are >= 0: with the graph's size facts (H >= 8), infer
+    # over symbols shifted by their bounds (H+8, H >= 0), then shift the result back.
+    bounds = node.graph.size_bounds if node.graph is not None else ()
+    up = {s: sym.add(s, b) for s, b in bounds if isinstance(s, str)}
+    if up:
+        types = [t.with_shape(tuple(_subst(d, up) for d in t.shape)) for t in types]
+        consts = [c if c is None or c.dtype != object else _subst_array(c, up) for c in consts]
     try:
         inferred = opdef.infer(types, node.attrs, consts)[value.index]
     except (ValueError, TypeError, IndexError):  # a type rule rejecting its inputs: keep what we have
         return shape
     if inferred.rank != len(shape):
         return shape
-    return tuple(join_dims(a, b) for a, b in zip(shape, inferred.shape))
+    dims = inferred.shape
+    if up:
+        down = {s: sym.sub(s, b) for s, b in bounds if isinstance(s, str)}
+        dims = tuple(_subst(d, down) for d in dims)
+    return tuple(join_dims(a, b) for a, b in zip(shape, dims))
+
+
+def _subst(d, mapping):
+    return sym.substitute(d, mapping) if isinstance(d, (str, sym.Expr)) else d
+
+
+def _subst_array(a: np.ndarray, mapping) -> np.ndarray:
+    out = np.empty(a.shape, dtype=object)
+    out.reshape(-1)[:] = [_subst(d, mapping) for d in a.reshape(-1)]
+    return out
 
 
 def _symbolic_array(value: Value, budget: _Budget) -> np.ndarray | None:
@@ -438,8 +560,16 @@ def elements(value: Value, budget: _Budget | None = None) -> tuple | None:
         return tuple(value.const.reshape(-1).tolist())
     node = value.producer
     budget = budget or _Budget()
+    if value in budget.memo:
+        return budget.memo[value]
     if node is None or not budget.take():
         return None
+    got = _elements_of(value, node, size, budget)
+    budget.memo[value] = got
+    return got
+
+
+def _elements_of(value: Value, node: Node, size: int, budget: _Budget) -> tuple | None:
     if node.op == "shape":
         x = node.inputs[0]
         return tuple(dim_source(x, i, budget) for i in range(x.rank))
@@ -449,4 +579,6 @@ def elements(value: Value, budget: _Budget | None = None) -> tuple | None:
     results = rule(node, [elements(v, budget) for v in node.inputs])
     if not results or results[value.index] is None or len(results[value.index]) != size:
         return None
-    return tuple(results[value.index])
+    if value.dtype == DType.BOOL and not _fits(results[value.index], DType.BOOL):
+        return None
+    return _refined(tuple(results[value.index]), node)

@@ -151,7 +151,9 @@ def pad_spatial(x, padding: tuple[int, int], fill) -> pt.TensorVariable:
     ph, pw = padding
     if ph == 0 and pw == 0:
         return x
-    n, c, h, w = x.shape
+    # static dims as ints: a symbolic shape makes ``pt.full`` infer its static shape by rewriting a
+    # FunctionGraph (most of a cold ``compiler.nn`` build's time)
+    n, c, h, w = (d if d is not None else x.shape[i] for i, d in enumerate(x.type.shape))
     full = pt.full((n, c, h + 2 * ph, w + 2 * pw), pt.as_tensor_variable(fill).astype(x.dtype))
     return pt.set_subtensor(full[:, :, ph:-ph if ph else None, pw:-pw if pw else None], x)
 

@@ -84,8 +84,8 @@ _activation("gelu", _gelu, {"approximate": Attr("str", "none", ("none", "tanh"))
 def _spatial_out(size, kernel, stride, pad_begin, pad_end, dilation):
     """``(size + pads - extent) // stride + 1`` (ONNX Conv/pool output size,
     floor mode); symbolic for a symbolic size (``(H-3)//2+1``)."""
-    extent = (kernel - 1) * dilation + 1
-    return sym.add(sym.floordiv(sym.add(size, pad_begin + pad_end - extent), stride), 1)
+    extent = sym.add(sym.mul(sym.sub(kernel, 1), dilation), 1)
+    return sym.add(sym.floordiv(sym.sub(sym.add(size, pad_begin + pad_end), extent), stride), 1)
 
 
 def _window_attrs(x: TensorType, attrs, op: str, kernel=None):
@@ -98,7 +98,7 @@ def _window_attrs(x: TensorType, attrs, op: str, kernel=None):
     pads = attrs["pads"] or (0,) * (2 * nsp)
     if len(kernel) != nsp or len(strides) != nsp or len(dilations) != nsp or len(pads) != 2 * nsp:
         raise OpError(f"{op}: kernel/strides/dilations need {nsp} entries and pads {2 * nsp} for {x}")
-    if min(strides) < 1 or min(dilations) < 1 or min(pads) < 0 or min(kernel) < 1:
+    if min(strides) < 1 or min(dilations) < 1 or min(pads) < 0 or min((k for k in kernel if isinstance(k, int)), default=1) < 1:
         raise OpError(f"{op}: kernel, strides and dilations must be >= 1 and pads >= 0")
     return tuple(kernel), tuple(strides), tuple(dilations), tuple(pads)
 
@@ -126,8 +126,8 @@ def _conv_infer(types, attrs, consts):
     check_dtype(x, "f", "conv")
     if w.rank != x.rank:
         raise OpError(f"conv: weight {w} must have the rank of {x}")
-    if not all(isinstance(k, int) for k in w.shape[2:]):
-        raise OpError(f"conv: kernel spatial dims must be static, got {w}")
+    if any(k is None for k in w.shape[2:]):
+        raise OpError(f"conv: kernel spatial dims must be known (static or symbolic), got {w}")
     group = attrs["group"]
     c, m = x.shape[1], w.shape[0]
     if isinstance(c, int) and isinstance(w.shape[1], int) and c != w.shape[1] * group:

@@ -10,7 +10,8 @@ W[None], mode="valid").sum(axis=2)`` plus a bias, ``maximum(., 0)``,
 reshape-max pooling, a reshape flatten, ``dot`` plus a bias, softmax) it
 compiles, through the recovery passes, to the same operators in the same
 order, from the raw graph and from ``pytensor.function``s compiled in the
-default and the C mode, in float32 and float64."""
+default and the C mode, in float32 and float64, with static or symbolic
+batch, H and W (run at 28x28 and 32x32)."""
 
 from __future__ import annotations
 
@@ -34,11 +35,19 @@ MNIST_OPS = ["Conv", "Relu", "MaxPool", "Conv", "Relu", "MaxPool", "Flatten", "G
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 
 
-def weights(seed: int = 0) -> dict[str, np.ndarray]:
-    """He-scaled random float32 weights of the network (no dataset needed)."""
+def flat_size(image: int) -> int:
+    """The flattened features of an ``image`` x ``image`` input: two valid
+    3x3 convs, each followed by a floor-mode 2x2 pool (1600 at 28, 2304 at 32)."""
+    side = ((image - 2) // 2 - 2) // 2
+    return 64 * side * side
+
+
+def weights(seed: int = 0, image: int = 28) -> dict[str, np.ndarray]:
+    """He-scaled random float32 weights of the network for ``image`` x
+    ``image`` inputs (no dataset needed)."""
     rng = np.random.default_rng(seed)
     shapes = {"W1": (32, 1, 3, 3), "b1": (32,), "W2": (64, 32, 3, 3), "b2": (64,),
-              "W3": (1600, 128), "b3": (128,), "W4": (128, 10), "b4": (10,)}
+              "W3": (flat_size(image), 128), "b3": (128,), "W4": (128, 10), "b4": (10,)}
     out = {}
     for name, shape in shapes.items():
         fan_in = int(np.prod(shape[1:])) if name.startswith("W") and len(shape) == 4 else shape[0]
@@ -61,13 +70,14 @@ def with_helpers(w: dict):
     return [x], [softmax(nn.linear(h, p["W4"], p["b4"]), axis=-1)]
 
 
-def by_hand(w: dict, dtype: str = "float32"):
+def by_hand(w: dict, dtype: str = "float32", spatial: tuple = (28, 28)):
     """The same network in plain PyTensor. ``convolve2d`` is a true
     convolution, so its kernels are the helpers' kernels rotated 180 degrees
-    (then both networks compute the same function)."""
+    (then both networks compute the same function). ``spatial``: the
+    input's static H and W, or ``(None, None)`` for symbolic ones."""
     p = {k: pytensor.shared(np.ascontiguousarray(v[:, :, ::-1, ::-1] if v.ndim == 4 else v).astype(dtype), name=k)
          for k, v in w.items()}
-    x = pt.tensor("x", dtype=dtype, shape=(None, 1, 28, 28))
+    x = pt.tensor("x", dtype=dtype, shape=(None, 1, *spatial))
 
     def conv(h, W, b):
         return convolve2d(h[:, None], W[None], mode="valid").sum(axis=2) + b[None, :, None, None]
@@ -145,17 +155,50 @@ def test_both_forms_compute_the_same_function(hand_model, helpers_model, batch):
 C_MODE = Mode(linker="cvm", optimizer="fast_run")
 
 
+# (static H and W, or symbolic ones; the image size the weights are for)
+IMAGES = [pytest.param((28, 28), 28, id="static-28"), pytest.param((None, None), 28, id="symbolic-28"),
+          pytest.param((None, None), 32, id="symbolic-32")]
+# compiling PyTensor functions is the slow part: the 32x32 twin of each compiled-function case is a slow test
+COMPILED_IMAGES = IMAGES[:2] + [pytest.param(*IMAGES[2].values, id="symbolic-32", marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("spatial, image", IMAGES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_by_hand_raw_graph(spatial, image, dtype):
+    """The raw graph with static or symbolic H and W: the 11 operators. With
+    symbolic sizes PyTensor's valid ``convolve2d`` has ``abs(H-3)+1`` rows;
+    the recovered Conv needs ``H >= 3`` and then has ``H-2``
+    (``Rewriter.assume``), and the floor-division shape arithmetic of the
+    pooling becomes MaxPool's floor mode."""
+    inputs, outputs = by_hand(weights(image=image), dtype, spatial)
+    values = [np.random.default_rng(image).uniform(0, 1, size=(2, 1, image, image)).astype(dtype)]
+    (want,) = pytensor_reference(inputs, outputs, values)
+    native = compile_to_onnx(inputs, outputs=outputs, emit_options={"float64_conv": "native"})
+    assert onnx_ops(native) == MNIST_OPS
+    (x,) = native.model.graph.input
+    assert [bool(d.dim_param) for d in x.type.tensor_type.shape.dim] == [True, False] + [s is None for s in spatial]
+    tol = TOL if dtype == "float32" else {"rtol": 1e-12, "atol": 1e-12}
+    if dtype == "float32":
+        assert_same(native.run(*values)[0], want, what="raw graph", **tol)
+    else:  # the default float64 form (no onnxruntime double Conv)
+        assert_same(compile_to_onnx(inputs, outputs=outputs).run(*values)[0], want, what="raw graph", **tol)
+
+
+@pytest.mark.parametrize("spatial, image", COMPILED_IMAGES)
 @pytest.mark.parametrize("mode", ["default", "c"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_by_hand_from_a_compiled_function(mode, dtype, batch):
+def test_by_hand_from_a_compiled_function(mode, dtype, spatial, image):
     """PyTensor's rewrites move the pooling crop inside the channel sum, sum
     float32 in float64 between casts, check the shapes of the weights at run
-    time and use Dot22: conv-recovery and the shape facts follow, and the
-    compiled function gives the raw graph's 11 operators (float64 Conv
-    natively; by default its exact float64 form, to 1e-12)."""
-    inputs, outputs = by_hand(weights(), dtype)
+    time and use Dot22; with symbolic H and W its shape inference spells
+    ``abs(H-3)+1`` as ``max(H,3)+1-min(H,3)`` and the crops and reshapes
+    through ``where``s of comparisons. conv-recovery, the size facts and
+    the shape facts follow, and the compiled function gives the raw graph's
+    11 operators (float64 Conv natively; by default its exact float64 form,
+    to 1e-12)."""
+    inputs, outputs = by_hand(weights(image=image), dtype, spatial)
     fn = pytensor.function(inputs, outputs, mode=get_default_mode() if mode == "default" else C_MODE)
-    values = [batch.astype(dtype)]
+    values = [np.random.default_rng(image).uniform(0, 1, size=(3, 1, image, image)).astype(dtype)]
     (want,) = pytensor_reference(inputs, outputs, values)
     if dtype == "float32":
         compiled = compile_to_onnx(fn)

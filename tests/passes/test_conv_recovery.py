@@ -21,6 +21,7 @@ import passes.batchnorm_folding  # noqa: F401  (registers the passes named in PI
 import passes.conv_bias  # noqa: F401
 import passes.filter_flip  # noqa: F401
 from compiler import compile_to_onnx
+from ir.errors import EmitError
 from ir.parser import parse_graph
 from ir.printer import print_graph
 from passes.conv_recovery import ConvRecovery
@@ -439,10 +440,14 @@ def histogram(compiled) -> dict[str, int]:
     return dict(Counter(n.op_type for n in compiled.model.graph.node))
 
 
-def test_padded_strided_conv_with_bias_is_one_onnx_conv():
+SPATIAL = pytest.mark.parametrize("spatial", [(8, 8), (None, None)], ids=["static-hw", "symbolic-hw"])
+
+
+@SPATIAL
+def test_padded_strided_conv_with_bias_is_one_onnx_conv(spatial):
     rng = np.random.default_rng(0)
     with pytensor.config.change_flags(**FLOAT32):
-        x = pt.tensor4("x", dtype="float32", shape=(None, 3, 8, 8))
+        x = pt.tensor4("x", dtype="float32", shape=(None, 3, *spatial))
         W = rng.normal(size=(4, 3, 3, 3)).astype(np.float32)
         b = rng.normal(size=4).astype(np.float32)
         y = conv_form(x, pt.constant(W), padding=1, stride=(2, 2)) + pt.constant(b)[None, :, None, None]
@@ -455,17 +460,18 @@ def test_padded_strided_conv_with_bias_is_one_onnx_conv():
     assert attrs["pads"] == [1, 1, 1, 1] and attrs["strides"] == [2, 2]
 
 
-def _strided_full_conv():
+def _strided_full_conv(spatial=(7, 7)):
     rng = np.random.default_rng(1)
-    x = pt.tensor4("x", dtype="float32", shape=(None, 2, 7, 7))
+    x = pt.tensor4("x", dtype="float32", shape=(None, 2, *spatial))
     W = rng.normal(size=(3, 2, 2, 3)).astype(np.float32)
     y = conv_form(x, pt.constant(W), mode="full", stride=(2, 1))
     return x, y, rng.normal(size=(2, 2, 7, 7)).astype(np.float32)
 
 
-def test_compiled_function_with_pushed_down_stride_is_one_conv():
+@pytest.mark.parametrize("spatial", [(7, 7), (None, None)], ids=["static-hw", "symbolic-hw"])
+def test_compiled_function_with_pushed_down_stride_is_one_conv(spatial):
     # PyTensor's default rewrites move the stride slice under the sum.
-    x, y, xv = _strided_full_conv()
+    x, y, xv = _strided_full_conv(spatial)
     with pytensor.config.change_flags(**FLOAT32):
         compiled = compile_to_onnx(pytensor.function([x], y, mode=DEFAULT_REWRITES), passes=PIPELINE)
         (want,) = pytensor_reference([x], [y], [xv])
@@ -481,6 +487,45 @@ def test_default_mode_function_is_one_conv():
     compiled = compile_to_onnx(fn, passes=PIPELINE)
     np.testing.assert_allclose(compiled.run(xv)[0], fn(xv), rtol=1e-5, atol=1e-5)
     assert histogram(compiled) == {"Conv": 1}
+
+
+@pytest.mark.parametrize("kernel_shape", [(None, None, 2, 3), (None, None, None, None)],
+                         ids=["symbolic-channels", "unknown-shape"])
+@pytest.mark.parametrize("image_shape", [(None, None, 8, 9), (None, None, None, None)],
+                         ids=["static-hw", "symbolic-hw"])
+@pytest.mark.parametrize("compiled", [False, True], ids=["raw", "default-mode"])
+def test_kernel_input_of_unknown_shape_is_a_conv(kernel_shape, image_shape, compiled):
+    """``convolve2d(x[:, None], k[None]).sum(2)`` with a kernel that is a
+    graph input whose channel counts (and sizes) are not static: one Conv
+    with group 1 (and the Slice reversing the kernel, a true convolution's
+    flip). With a kernel of symbolic size K the valid conv assumes
+    ``H >= K`` (onnxruntime's Conv fails otherwise)."""
+    rng = np.random.default_rng(4)
+    with pytensor.config.change_flags(**FLOAT32):
+        x = pt.tensor4("x", dtype="float32", shape=image_shape)
+        k = pt.tensor4("k", dtype="float32", shape=kernel_shape)
+        y = convolve2d(x[:, None], k[None], mode="valid").sum(axis=2)
+        xv, kv = rng.normal(size=(2, 3, 8, 9)).astype(np.float32), rng.normal(size=(4, 3, 2, 3)).astype(np.float32)
+        if compiled:
+            fn = pytensor.function([x, k], y, mode=DEFAULT_REWRITES)
+            compiled_model = compile_to_onnx(fn, passes=PIPELINE)
+            np.testing.assert_allclose(compiled_model.run(xv, kv)[0], fn(xv, kv), rtol=1e-5, atol=1e-5)
+        else:
+            compiled_model = check_pytensor([x, k], y, [xv, kv], passes=PIPELINE, rtol=1e-5, atol=1e-5)
+    assert histogram(compiled_model) == {"Slice": 1, "Conv": 1}
+    (conv,) = [n for n in compiled_model.model.graph.node if n.op_type == "Conv"]
+    assert {a.name: a.i for a in conv.attribute}.get("group", 1) == 1
+
+
+def test_float64_kernel_of_symbolic_size_needs_native_conv():
+    """The exact float64 form unrolls the kernel's taps: a kernel of symbolic
+    size is refused by default, and emitted as a double Conv on request."""
+    x, k = pt.tensor4("x", dtype="float64"), pt.tensor4("k", dtype="float64")
+    y = convolve2d(x[:, None], k[None], mode="valid").sum(axis=2)
+    with pytest.raises(EmitError, match="static kernel dims"):
+        compile_to_onnx([x, k], outputs=[y], passes=PIPELINE)
+    native = compile_to_onnx([x, k], outputs=[y], passes=PIPELINE, emit_options={"float64_conv": "native"})
+    assert histogram(native) == {"Slice": 1, "Conv": 1}
 
 
 @st.composite

@@ -560,34 +560,55 @@ def compile_check(x, y, xv, *, compiled_mode=False):
     return m
 
 
+# Each form of (x, batch, H, W), the sizes ints (static) or read off x.shape (symbolic).
 POOL_FORMS = {
-    "reshape-max": (lambda x, n: x.reshape((n, 4, 4, 2, 4, 2)).max(axis=(3, 5)), {"MaxPool": 1}),
-    "reshape-mean": (lambda x, n: x.reshape((n, 4, 4, 2, 4, 2)).mean(axis=(3, 5)), {"AveragePool": 1}),
-    "strided-max": (lambda x, n: pt.maximum(pt.maximum(x[:, :, ::2, ::2], x[:, :, 1::2, ::2]),
-                                            pt.maximum(x[:, :, ::2, 1::2], x[:, :, 1::2, 1::2])), {"MaxPool": 1}),
-    "strided-mean": (lambda x, n: (x[:, :, ::2, ::2] + x[:, :, 1::2, ::2] + x[:, :, ::2, 1::2]
-                                   + x[:, :, 1::2, 1::2]) / 4, {"AveragePool": 1}),
-    "crop-max": (lambda x, n: x[:, :, :6, :6].reshape((n, 4, 2, 3, 2, 3)).max(axis=(3, 5)), {"MaxPool": 1}),
-    "global-mean": (lambda x, n: x.mean(axis=(2, 3)), {"GlobalAveragePool": 1, "Squeeze": 1}),
-    "global-max-keep": (lambda x, n: x.max(axis=(2, 3), keepdims=True), {"GlobalMaxPool": 1}),
+    "reshape-max": (lambda x, n, h, w: x.reshape((n, 4, h // 2, 2, w // 2, 2)).max(axis=(3, 5)), {"MaxPool": 1}),
+    "reshape-mean": (lambda x, n, h, w: x.reshape((n, 4, h // 2, 2, w // 2, 2)).mean(axis=(3, 5)),
+                     {"AveragePool": 1}),
+    "strided-max": (lambda x, n, h, w: pt.maximum(pt.maximum(x[:, :, ::2, ::2], x[:, :, 1::2, ::2]),
+                                                  pt.maximum(x[:, :, ::2, 1::2], x[:, :, 1::2, 1::2])),
+                    {"MaxPool": 1}),
+    "strided-mean": (lambda x, n, h, w: (x[:, :, ::2, ::2] + x[:, :, 1::2, ::2] + x[:, :, ::2, 1::2]
+                                         + x[:, :, 1::2, 1::2]) / 4, {"AveragePool": 1}),
+    "crop-max": (lambda x, n, h, w: x[:, :, :h // 3 * 3, :w // 3 * 3].reshape((n, 4, h // 3, 3, w // 3, 3))
+                 .max(axis=(3, 5)), {"MaxPool": 1}),
+    "global-mean": (lambda x, n, h, w: x.mean(axis=(2, 3)), {"GlobalAveragePool": 1, "Squeeze": 1}),
+    "global-max-keep": (lambda x, n, h, w: x.max(axis=(2, 3), keepdims=True), {"GlobalMaxPool": 1}),
 }
+# Forms whose symbolic-H/W twin is not recovered (README "Recovery gaps"); pinned, so a fix shows.
+EVEN = "PyTensor raises for an odd H (a reshape or maxima of unequal shapes) where a pool gives a value"
+SYMBOLIC_GAPS = {"reshape-max": EVEN, "reshape-mean": EVEN, "strided-max": EVEN, "strided-mean": EVEN,
+                 "global-mean": "the divisor is a float product of sizes (exact only below 2**24 elements)"}
+SPATIAL = pytest.mark.parametrize("spatial", [(8, 8), (None, None)], ids=["static-hw", "symbolic-hw"])
 
 
+def build_form(form: str, x):
+    """The pooling ``form`` of ``x``, its sizes static where x's are."""
+    h, w = (d if d is not None else x.shape[i] for i, d in ((2, x.type.shape[2]), (3, x.type.shape[3])))
+    return POOL_FORMS[form][0](x, x.shape[0], h, w)
+
+
+def check_ops(m, form: str, spatial) -> None:
+    """One pool (``POOL_FORMS``), or, for a pinned gap, not (the numbers were checked either way)."""
+    if spatial[0] is None and form in SYMBOLIC_GAPS:
+        assert histogram(m) != POOL_FORMS[form][1], f"recovered now: drop {form} from SYMBOLIC_GAPS"
+    else:
+        assert histogram(m) == POOL_FORMS[form][1], m.ir
+
+
+@SPATIAL
 @pytest.mark.parametrize("batch", [2, None], ids=["static", "symbolic"])
 @pytest.mark.parametrize("form", sorted(POOL_FORMS))
-def test_pytensor_pooling_forms_compile_to_one_pool(form, batch):
-    build, want = POOL_FORMS[form]
-    x = pt.tensor4("x", shape=(batch, 4, 8, 8), dtype="float32")
-    m = compile_check(x, build(x, x.shape[0]), image((2, 4, 8, 8)))
-    assert histogram(m) == want, m.ir
+def test_pytensor_pooling_forms_compile_to_one_pool(form, batch, spatial):
+    x = pt.tensor4("x", shape=(batch, 4, *spatial), dtype="float32")
+    check_ops(compile_check(x, build_form(form, x), image((2, 4, 8, 8))), form, spatial)
 
 
-@pytest.mark.parametrize("form", ["reshape-max", "reshape-mean", "strided-max", "global-mean"])
-def test_default_mode_compiled_forms_compile_to_one_pool(form):
-    build, want = POOL_FORMS[form]
-    x = pt.tensor4("x", shape=(None, 4, 8, 8), dtype="float32")
-    m = compile_check(x, build(x, x.shape[0]), image((2, 4, 8, 8)), compiled_mode=True)
-    assert histogram(m) == want, m.ir
+@SPATIAL
+@pytest.mark.parametrize("form", ["reshape-max", "reshape-mean", "strided-max", "global-mean", "crop-max"])
+def test_default_mode_compiled_forms_compile_to_one_pool(form, spatial):
+    x = pt.tensor4("x", shape=(None, 4, *spatial), dtype="float32")
+    check_ops(compile_check(x, build_form(form, x), image((2, 4, 8, 8)), compiled_mode=True), form, spatial)
 
 
 def sppf(x, k: int, size: int, fill=-np.inf):
@@ -617,16 +638,41 @@ def sppf_numpy(xv: np.ndarray, k: int) -> np.ndarray:
     return functools.reduce(np.maximum, [xp[:, :, i:i + h, j:j + w] for i in range(k) for j in range(k)])
 
 
-def test_sppf_compiles_to_max_pools_with_pads():
-    x = pt.tensor4("x", shape=(None, 2, 5, 5), dtype="float32")
-    xv = image((1, 2, 5, 5), batch=1)
-    y = sppf(x, 5, 5)
-    with pytensor.config.change_flags(mode="FAST_COMPILE"):  # Pad's inner graph compiles in this mode
-        want = pytensor_reference([x], [y], [xv])
-    np.testing.assert_array_equal(sppf_numpy(xv, 5), want[0])
-    m = check_pytensor([x], [y], [xv], passes=PIPELINE, reference=want)
-    assert histogram(m) == {"Cast": 1, "MaxPool": 1}, m.ir
-    assert pools(m) == [((5, 5), (1, 1), (2, 2, 2, 2))]
+C_MODE = pytensor.compile.mode.Mode(linker="cvm", optimizer="fast_run")
+
+
+@pytest.mark.parametrize("chained", [False, True], ids=["sppf", "chained-sppf"])
+@pytest.mark.parametrize("source", [None, "default", "c"], ids=["raw", "default-mode", "c-mode"])
+@pytest.mark.parametrize("size", [5, None], ids=["static-hw", "symbolic-hw"])
+def test_sppf_compiles_to_max_pools_with_pads(size, source, chained):
+    """YOLO's SPPF (a -inf pad and the max of 25 shifted slices, whose
+    bounds are symbolic with a symbolic H and W), alone or chained three
+    times as YOLO's SPPF block does, from the raw graph or a compiled
+    function (which computes the slice bounds through ``where``s of
+    comparisons): one 5x5 MaxPool per SPPF."""
+    x = pt.tensor4("x", shape=(None, 2, size, size), dtype="float32")
+    y = sppf(x, 5, size)
+    if chained:
+        y2 = sppf(y, 5, size)
+        y = pt.concatenate([y, y2, sppf(y2, 5, size)], axis=1)
+    sizes = [(5, 5)] if size is not None else [(5, 5), (7, 4)]
+    fn = pytensor.function([x], y, mode=C_MODE if source == "c" else None) if source else None
+    m = compile_to_onnx(fn, passes=PIPELINE) if fn else compile_to_onnx([x], outputs=[y], passes=PIPELINE)
+    for shape in sizes:
+        xv = image((1, 2, *shape), batch=1)
+        want = sppf_numpy(xv, 5)
+        if chained:
+            once = sppf_numpy(want.astype(np.float32), 5)
+            want = np.concatenate([want, once, sppf_numpy(once.astype(np.float32), 5)], axis=1)
+        if fn is not None:
+            np.testing.assert_array_equal(fn(xv), want)
+        else:
+            with pytensor.config.change_flags(mode="FAST_COMPILE"):  # Pad's inner graph compiles in this mode
+                np.testing.assert_array_equal(pytensor_reference([x], [y], [xv])[0], want)
+        assert_same(m.run(xv)[0], want, rtol=0, atol=0, what=f"{shape} image")
+    n = 3 if chained else 1
+    assert histogram(m) == {"Cast": 1, "MaxPool": n, **({"Concat": 1} if chained else {})}, m.ir
+    assert pools(m) == [((5, 5), (1, 1), (2, 2, 2, 2))] * n
 
 
 def test_float64_max_pool_runs_in_onnxruntime():
@@ -727,23 +773,3 @@ def test_hypothesis_strided_pools_sweep(p):
 @given(sppf_params())
 def test_hypothesis_sppf_sweep(p):
     check_sppf(p)
-
-
-def test_sppf_with_symbolic_height_and_width_compiles_to_one_max_pool():
-    """The symbolic-shape twin of ``test_sppf_compiles_to_max_pools_with_pads``:
-    the shifted slices ``xp[:, :, i:i + H, j:j + W]`` have symbolic bounds."""
-    x = pt.tensor4("x", shape=(None, 2, None, None), dtype="float32")
-    y = sppf(x, 5, None)
-    for size in ((5, 5), (7, 4)):
-        xv = image((1, 2, *size), batch=1)
-        m = check_pytensor([x], [y], [xv], passes=PIPELINE, reference=[sppf_numpy(xv, 5)])
-        assert histogram(m) == {"Cast": 1, "MaxPool": 1}, m.ir
-        assert pools(m) == [((5, 5), (1, 1), (2, 2, 2, 2))]
-
-
-@pytest.mark.parametrize("hw", [(8, 8), (None, None)])
-def test_chained_5x5_max_pools_are_one_max_pool_each(hw):
-    x = pt.tensor4("x", shape=(None, 2, *hw), dtype="float32")
-    y = nn.max_pool2d(nn.max_pool2d(x, 5, 1, 2), 5, 1, 2)
-    m = check_pytensor([x], [y], [image((2, 2, 8, 8))], passes=PIPELINE)
-    assert pools(m) == [((5, 5), (1, 1), (2, 2, 2, 2))] * 2

@@ -1,7 +1,7 @@
 """``resize-recovery``: each rule as IR text before and after (the
 interpreter agreeing bit for bit on random inputs), the cases where it must
 not fire, and PyTensor's repeat graphs (raw and compiled, static and
-symbolic batch) against onnxruntime with the ONNX op histogram."""
+symbolic batch, H and W) against onnxruntime with the ONNX op histogram."""
 
 from __future__ import annotations
 
@@ -151,13 +151,17 @@ def histogram(compiled) -> dict:
     return dict(collections.Counter(n.op_type for n in compiled.model.graph.node))
 
 
-def check_both(x, y, xv, compiled_mode: bool):
-    """PyTensor vs onnxruntime and the interpreter, for the raw graph or its
-    default-mode compiled function; returns the CompiledModel."""
+C_MODE = pytensor.compile.mode.Mode(linker="cvm", optimizer="fast_run")
+
+
+def check_both(x, y, xv, compiled_mode):
+    """PyTensor vs onnxruntime and the interpreter, for the raw graph
+    (``compiled_mode`` False) or its compiled function (``"default"`` or
+    ``"c"`` mode); returns the CompiledModel."""
     if not compiled_mode:
         return check_pytensor([x], [y], [xv], passes=PIPELINE)
     want = pytensor_reference([x], [y], [xv])[0]
-    m = compile_to_onnx(pytensor.function([x], y), passes=PIPELINE)
+    m = compile_to_onnx(pytensor.function([x], y, mode=C_MODE if compiled_mode == "c" else None), passes=PIPELINE)
     for got in (m.run(xv)[0], evaluate(m.ir, [xv])[0]):
         assert_same(got, want, rtol=0, atol=0, what="compiled function")
     return m
@@ -170,18 +174,27 @@ REPEATS = {
 }
 
 
+@pytest.mark.parametrize("spatial", [(4, 5), (None, None)], ids=["static-hw", "symbolic-hw"])
 @pytest.mark.parametrize("form, batch, compiled_mode", [
     *((form, batch, False) for form in sorted(REPEATS) for batch in (2, None)),
-    # default-mode compiled functions (slower to build): the two-axis upsampling
-    *(("x.repeat axes 2 and 3", batch, True) for batch in (2, None)),
+    # compiled functions (slower to build): the two-axis upsampling
+    *(("x.repeat axes 2 and 3", batch, "default") for batch in (2, None)),
+    ("x.repeat axes 2 and 3", None, "c"),
 ])
-def test_pytensor_repeats_compile_to_one_resize(form, batch, compiled_mode):
+def test_pytensor_repeats_compile_to_one_resize(form, batch, compiled_mode, spatial):
+    """Static or symbolic H and W (then the repeated axis is ``2*H`` for a
+    named ``H``, and a compiled function computes its sizes through
+    ``where``s of comparisons that the shape facts decide)."""
     build, scales = REPEATS[form]
-    x = pt.tensor4("x", shape=(batch, 3, 4, 5), dtype="float32")
+    x = pt.tensor4("x", shape=(batch, 3, *spatial), dtype="float32")
     xv = np.random.default_rng(0).normal(size=(2, 3, 4, 5)).astype(np.float32)
     m = check_both(x, build(x), xv, compiled_mode)
     assert histogram(m) == {"Resize": 1}, m.ir
     assert [n.attrs["scales"] for n in m.ir] == [tuple(scales)]
+    if spatial == (None, None):  # another image size through the same model
+        other = np.random.default_rng(1).normal(size=(2, 3, 7, 2)).astype(np.float32)
+        assert_same(m.run(other)[0], pytensor_reference([x], [build(x)], [other])[0], rtol=0, atol=0,
+                    what="7x2 image")
 
 
 def test_repeat_of_a_symbolic_batch_is_a_resize_of_the_batch():
@@ -198,16 +211,3 @@ def test_other_dtypes(dtype):
     xv = (np.arange(36).reshape(2, 2, 3, 3) * 3 - 20).astype(dtype)
     m = check_pytensor([x], [x.repeat(2, axis=2).repeat(3, axis=3)], [xv], passes=PIPELINE)
     assert [(n.op, n.attrs["scales"]) for n in m.ir] == [("resize_nearest", (1, 1, 2, 3))]
-
-
-@pytest.mark.parametrize("form", sorted(REPEATS))
-def test_pytensor_repeats_with_symbolic_height_and_width_compile_to_one_resize(form):
-    """The symbolic-shape twin of ``test_pytensor_repeats_compile_to_one_resize``
-    (raw graphs): the repeated axis is ``2*H`` for a named ``H``."""
-    build, scales = REPEATS[form]
-    x = pt.tensor4("x", shape=(None, 3, None, None), dtype="float32")
-    for size in ((4, 5), (7, 2)):
-        xv = np.random.default_rng(0).normal(size=(2, 3, *size)).astype(np.float32)
-        m = check_pytensor([x], [build(x)], [xv], passes=PIPELINE)
-        assert histogram(m) == {"Resize": 1}, m.ir
-        assert [n.attrs["scales"] for n in m.ir] == [tuple(scales)]

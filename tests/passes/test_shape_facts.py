@@ -5,6 +5,7 @@ what the vector rules cannot read at higher ranks."""
 import pytest
 
 from ir.parser import parse_graph
+from ir.symbolic import format_dim
 from passes.shape_facts import DimOf, ShapeValues, elements
 
 GRAPH = """
@@ -69,3 +70,31 @@ def test_unknown_sizes_are_tokens_of_their_value():
     (s,) = g.outputs
     token, three = elements(s)
     assert token == DimOf(g.inputs[0], 0) and three == 3
+
+
+def test_comparisons_of_sizes_are_decided_and_where_picks_min_or_max():
+    """PyTensor's compiled slice clamping: ``where(a < b, a, b)`` of two sizes
+    is ``min(a, b)`` even when the comparison is undecided; a decided one
+    selects a branch (the other may be unknown)."""
+    g = parse_graph("""
+        graph @main(%x: f32[N,3,H,W], %u: i64[]) {
+          const %four: i64[] = 4
+          %s: i64[4] = shape(%x)
+          %h: i64[] = gather(%s, %two) {axis=0}
+          %h4: i64[] = add(%h, %four)
+          %c: bool[] = ge(%four, %h4)
+          %m: i64[] = where(%c, %h4, %four)
+          %d: bool[] = lt(%h, %h4)
+          %e: i64[] = where(%d, %h, %u)
+          %f: bool[] = lt(%h, %four)
+          %g: i64[] = where(%f, %h, %four)
+          return %m, %e, %g
+        }""".replace("%two", "%two_c").replace("const %four", "const %two_c: i64[] = 2\n          const %four"))
+    m, e, gmin = g.outputs
+    assert elements(m) == (4,)             # min(H+4, 4): H >= 0
+    assert elements(e) == ("H",)           # H < H+4 always: the unknown branch is never taken
+    assert format_dim(elements(gmin)[0]) == "min(H,4)"
+    forward = ShapeValues()
+    for node in g:
+        forward.update(node)
+    assert forward.of(m) == (4,) and forward.of(e) == ("H",)

@@ -145,3 +145,39 @@ def test_simplification_is_exact_and_text_round_trips(case):
             assert python(sizes) >= 0, (format_dim(d), sizes)
     text = format_dim(d)
     assert parse_dim(text) == d and format_dim(parse_dim(text)) == text
+
+
+# -- size facts: bounds, refine, nonnegative_given --------------------------------
+@pytest.mark.parametrize("facts, text, refined", [
+    (["H-3"], "abs(H-3)+1", "H-2"),                      # a valid 3x3 conv's rows
+    (["H-3"], "min(2*((abs(H-3)+1)//2),abs(H-3)+1)", "2*(H//2)-2"),  # its floor-mode pooling crop
+    (["H//2-4"], "abs(H//2-3)+1", "H//2-2"),             # H >= 8 from a monotone fact
+    (["H-K"], "abs(H-K)+1", "H-K+1"),                    # a kernel of symbolic size: the fact itself
+    (["H-3"], "abs(W-3)+1", "abs(W-3)+1"),               # other symbols are untouched
+])
+def test_refine_under_size_facts(facts, text, refined):
+    bounds = sym.lower_bounds([parse_dim(f) for f in facts])
+    assert format_dim(sym.refine(parse_dim(text), bounds)) == refined
+
+
+def test_lower_bounds_and_floor_bounds():
+    assert sym.lower_bounds([parse_dim("H-3"), parse_dim("(H-2)//2-3")]) == (("H", 8),)
+    assert sym.lower_bounds([parse_dim("H+1")]) == ()      # always true: no bound
+    assert sym.is_nonnegative(parse_dim("H-2*(H//2)"))     # H % 2
+    assert sym.is_nonnegative(parse_dim("H//2-2*((H+2)//4)+1"))
+    assert not sym.is_nonnegative(parse_dim("2*(H//2)-H"))
+
+
+@given(expressions(), expressions())
+def test_refine_is_exact_wherever_the_fact_holds(case, fact_case):
+    d, python = case
+    f, f_python = fact_case
+    if d is None or f is None:
+        return
+    bounds = sym.lower_bounds([f])
+    refined = sym.refine(d, bounds)
+    for sizes in SIZES:
+        if f_python(sizes) >= 0:
+            assert sym.evaluate(refined, sizes) == python(sizes), (format_dim(d), format_dim(f), sizes)
+            if sym.nonnegative_given(d, bounds):
+                assert python(sizes) >= 0, (format_dim(d), format_dim(f), sizes)

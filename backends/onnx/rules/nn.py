@@ -242,6 +242,9 @@ def conv(ctx, node, x, w, b=None):
         w = flip_spatial(ctx, w, node.inputs[1].rank)
     kernel, strides, dilations, pads = _window(node, node.inputs[1].shape[2:])
     if exact_f64(ctx, node):
+        if not all(isinstance(k, int) for k in kernel):
+            raise ctx.error("the exact float64 convolution needs static kernel dims (it is unrolled over the "
+                            "taps); give the kernel a static shape or emit with float64_conv='native'")
         return conv_f64(ctx, x, w, b, w_shape=node.inputs[1].shape, out_shape=node.outputs[0].shape,
                         kernel=kernel, strides=strides, dilations=dilations, pads=pads, group=node.attrs["group"])
     compute = float64_compute(ctx, node, "Conv")

@@ -82,6 +82,8 @@ def lower_scalar_node(ctx: LoweringContext, node, args: Sequence[Value]) -> list
     """
     rule = _rule_of(type(node.op))
     if rule is None:
+        for var in node.outputs:
+            ir_dtype(var)  # a complex result says so, whatever its op
         why = NO_CLOSED_FORM.get(type(node.op).__name__, "has no exact ONNX lowering")
         raise Unsupported(f"scalar op {node.op} ({type(node.op).__name__}) {why}")
     results = rule(ctx, node, list(args))

@@ -18,6 +18,11 @@ place: other modules import the name from here and never test the version.
   exist (``NotImplementedError``).
 - ``inner_graph``: 3.0's symbolic ``Softmax``/``LogSoftmax`` carry their own
   graph (``op.fgraph``); 2.38's are COps.
+- ``SOFTMAX_OVER_LENGTH_ONE``: 3.0's symbolic softmax over an axis whose
+  static length is 1 is a constant in every mode (its inner function's
+  rewrites turn ``e / sum(e)`` into 1, also at NaN/inf): ``{"softmax": 1.0,
+  "log_softmax": -0.0}``; 2.38's COps compute the formula (NaN at NaN/inf):
+  None.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ else:
     from pytensor.tensor.slinalg import Cholesky, SolveTriangular
 
 SoftmaxGrad = getattr(_special, "SoftmaxGrad", None)
+SOFTMAX_OVER_LENGTH_ONE = {"softmax": 1.0, "log_softmax": -0.0} if IS_PYTENSOR_3 else None
 Iv = getattr(_scalar_math, "Iv", None)
 
 if IS_PYTENSOR_3:
@@ -63,5 +69,6 @@ def inner_graph(op):
     return getattr(op, "fgraph", None)
 
 
-__all__ = ["Cholesky", "IS_PYTENSOR_3", "Iv", "PYTENSOR_VERSION", "SCAN_PREALLOC_TAG", "SoftmaxGrad",
+__all__ = ["Cholesky", "IS_PYTENSOR_3", "Iv", "PYTENSOR_VERSION", "SCAN_PREALLOC_TAG", "SOFTMAX_OVER_LENGTH_ONE",
+           "SoftmaxGrad",
            "SolveTriangular", "XlogX", "XlogY0", "inner_graph", "scalar_op_key"]

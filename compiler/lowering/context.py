@@ -27,10 +27,15 @@ class LoweringOptions:
             ``dropped``) or ``"nan"`` (the value poisoned with NaN where a
             condition fails).
         dropped: (op label, source line) of every assertion dropped so far.
+        specified: ``(dim, size)`` for every constant size a ``SpecifyShape``
+            requires of a symbolic dim (the value's dim before PyTensor's
+            static dim is adopted), for the run-time input check
+            (``compiler.validation.equal_dim_groups``).
     """
 
     assertions: str = "drop"
     dropped: list = field(default_factory=list)
+    specified: list = field(default_factory=list)
 
     def __post_init__(self):
         if self.assertions not in ASSERTION_MODES:

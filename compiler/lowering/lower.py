@@ -100,6 +100,7 @@ class LoweredGraph:
     output_vars: list
     baked_shared: list
     values: dict = field(default_factory=dict)  # PyTensor variable -> IR value, as lowered
+    specified: list = field(default_factory=list)  # (symbolic dim, size) a SpecifyShape requires
 
 
 def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
@@ -162,7 +163,8 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
     graph.set_outputs([ctx.get(v) for v in spec.outputs])
     if options.dropped:
         warnings.warn(DroppedAssertionWarning(options.dropped), stacklevel=3)
-    return LoweredGraph(graph, input_vars, list(spec.outputs), baked, dict(ctx.values))
+    return LoweredGraph(graph, input_vars, list(spec.outputs), baked, dict(ctx.values),
+                       list(ctx.options.specified))
 
 
 def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence, *,

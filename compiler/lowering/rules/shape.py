@@ -1,6 +1,7 @@
 """Lowering rules for PyTensor's shape and data-movement ops: DimShuffle,
 Reshape, Shape, Shape_i, SpecifyShape, Alloc, AllocEmpty, MakeVector, ARange,
-Join, Split, Eye, JoinDims, SplitDims, and the identity-like conversions.
+Join, Split, Eye, JoinDims, SplitDims, Nonzero, and the identity-like
+conversions.
 
 Semantics are each Op's ``perform`` (NumPy): ``np.reshape``,
 ``np.broadcast_to``, ``np.arange(..., dtype)``, ``np.concatenate(...,
@@ -12,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 from pytensor.compile.ops import DeepCopyOp, ViewOp
-from pytensor.tensor.basic import (ARange, Alloc, AllocEmpty, Eye, Join, MakeVector, ScalarFromTensor, Split,
-                                   TensorFromScalar)
+from pytensor.graph.basic import Constant
+from pytensor.tensor.basic import (ARange, Alloc, AllocEmpty, Eye, Join, MakeVector, Nonzero, ScalarFromTensor,
+                                   Split, TensorFromScalar)
 from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.reshape import JoinDims, SplitDims
 from pytensor.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
@@ -26,12 +28,26 @@ from compiler.lowering.rules.indexing import INT64, int64_scalar, int64_value, i
 # -- identities ------------------------------------------------------------
 
 
-@lowers(TensorFromScalar, ScalarFromTensor, DeepCopyOp, ViewOp, SpecifyShape)
+@lowers(TensorFromScalar, ScalarFromTensor, DeepCopyOp, ViewOp)
 def lower_identity(ctx, node):
     """The input value unchanged: scalars are 0-d tensors in the IR, copies
-    and views are values, and SpecifyShape's check is PyTensor's (the driver
-    adopts its static dims)."""
+    and views are values."""
     return [ctx.get(node.inputs[0])]
+
+
+@lowers(SpecifyShape)
+def lower_specify_shape(ctx, node):
+    """SpecifyShape(x, *sizes): ``x`` unchanged; the driver adopts the static
+    dims. PyTensor asserts the sizes at run time and ONNX has no assertion,
+    so every constant size required of a symbolic dim of ``x`` is recorded in
+    ``ctx.options.specified`` for ``CompiledModel.run``'s input check
+    (sizes computed at run time are not checked)."""
+    x = ctx.get(node.inputs[0])
+    for dim, size in zip(x.type.shape, node.inputs[1:]):
+        data = getattr(size, "data", None) if isinstance(size, Constant) else None
+        if isinstance(dim, str) and data is not None:
+            ctx.options.specified.append((dim, int(data)))
+    return [x]
 
 
 # -- axes --------------------------------------------------------------------
@@ -241,6 +257,17 @@ def lower_split(ctx, node):
     n = node.op.len_splits
     sizes = _shape_operand(ctx, node.inputs[2], n)
     return list(ctx.add_multi("split", [x, sizes], {"axis": axis, "num_outputs": n}))
+
+
+@lowers(Nonzero)
+def lower_nonzero(ctx, node):
+    """Nonzero(a): ``np.nonzero(a)``, one int64 index vector per axis of
+    ``a`` (rank >= 1), in row-major order. The IR's ``nonzero`` (ONNX
+    NonZero) stacks them as ``i64[rank, count]``; output ``i`` is row ``i``.
+    Compiled functions turn a boolean-mask index ``x[m]`` into
+    ``AdvancedSubtensor1(x, Nonzero(m))``."""
+    nz = ctx.add("nonzero", [ctx.get(node.inputs[0])])
+    return [ctx.add("gather", [nz, ctx.i64(i)], {"axis": 0}) for i in range(len(node.outputs))]
 
 
 def _constant_axis(ctx, var, op: str) -> int:

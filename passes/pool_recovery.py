@@ -99,7 +99,8 @@ import numpy as np
 from ir import DType, Graph, Node, Value, symbolic
 from passes.base import Pass, register_pass
 from passes.shape_facts import elements, known_shape
-from passes.pattern import Const, Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules, producer, single_use
+from passes.pattern import (Const, Match, Op, Rewriter, Rule, RuleSet, Var, all_equal, apply_rules, producer,
+                            single_use)
 
 OPEN_END = 2 ** 62  # slice ends at least this large are "to the end" (PyTensor writes INT64_MAX)
 
@@ -407,7 +408,7 @@ def _count(value: Value) -> int | float | None:
     """The one value every element of ``value`` holds, if known."""
     if value.const is not None:
         flat = value.const.reshape(-1)
-        return flat[0].item() if flat.size and np.all(flat == flat[0]) else None
+        return flat[0].item() if flat.size and all_equal(flat, flat[0]) else None
     el = elements(value)
     return el[0] if el and all(e == el[0] for e in el) and isinstance(el[0], (int, float)) else None
 

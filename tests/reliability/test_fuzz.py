@@ -3,6 +3,8 @@ main suite and the 5,000-graph run in the slow job (``pytest -m slow``), both
 against the default mode's rewritten graph run by PyTensor's Python linker
 (README, "pytensor-onnx fuzz")."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -61,11 +63,19 @@ def test_the_python_reference_runs_the_default_modes_rewritten_graph():
     graphs = []
     for backend in ("default", "python"):  # building the function JIT-compiles nothing
         fn = pytensor.function(inputs, out, mode=reference_mode(backend))
-        graphs.append(pytensor.dprint(fn, file="str", print_type=True, print_destroy_map=True))
+        text = pytensor.dprint(fn, file="str", print_type=True, print_destroy_map=True)
+        graphs.append(re.sub(r"'t\d+'", "'t'", text))  # Composite inner names are numbered per process
     assert graphs[0] == graphs[1]
     assert isinstance(reference_mode("python").linker, PerformLinker)
     with pytest.raises(ValueError, match="backend must be one of"):
         reference_mode("numba")
+
+
+# Real bugs found and not fixed yet (README, "Fuzzer, open findings"); any
+# other failure fails the test.
+OPEN_FINDINGS = {
+    1175: "2.38 Gemv of a transposed matrix: onnxruntime's MatmulTransposeFusion gives wrong numbers",
+}
 
 
 # The quick run: the default mode's rewritten graph run by the Python linker
@@ -76,7 +86,7 @@ def test_the_python_reference_runs_the_default_modes_rewritten_graph():
 @pytest.mark.parametrize("start", range(1000, 1200, 50))
 def test_quick_fuzz_run_has_no_unexplained_failures(start):
     report = fuzz(start, 50, shrink_failures=False, backend="python")
-    assert not report.failures, report.summary()
+    assert {f.program.seed for f in report.failures} <= set(OPEN_FINDINGS), report.summary()
     assert report.counts["match"] >= 40, report.summary()
 
 

@@ -107,6 +107,12 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
     broadcast a length-1 dim silently, or fail inside onnxruntime. Only dims
     that are an input's own symbolic name are tracked; computed dims are not.
     A dim name shared by several inputs (``input_shapes``) is a group too.
+
+    A ``SpecifyShape`` with a constant size on a value (an intermediate one
+    too) whose dim is such an input dim adds ``(None, size)`` to that dim's
+    group: PyTensor checks it at run time (``AssertionError``), ONNX has no
+    assertion, so ``run`` checks it on the inputs. Sizes computed at run
+    time and dims that are not an input's own are not checked.
     """
     from pytensor.graph.traversal import io_toposort
     from pytensor.tensor.blas import BatchedDot
@@ -171,6 +177,12 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
         for axis, d in enumerate(v.type.shape):
             if isinstance(d, str) and owner[d] != (v.name, axis):
                 groups[find(d)].append((v.name, axis))
+    for d, size in lowered.specified:
+        if d not in owner:
+            continue  # a dim computed inside the graph: not checked
+        group = groups[find(d)]
+        if (None, size) not in group:
+            group.append((None, size))
     return [g for g in groups.values() if len(g) > 1]
 
 
@@ -188,7 +200,8 @@ def check_run_inputs(model, arrays: Sequence, equal_dims: Sequence = ()) -> dict
     Arrays must have the declared dtype exactly; lists and Python scalars are
     converted to it when that loses nothing. Ranks and static dims must
     match; a symbolic dim (``dim_param``) used by several inputs, and every
-    group of ``equal_dims`` (from ``equal_dim_groups``), must have one size.
+    group of ``equal_dims`` (from ``equal_dim_groups``), must have one size,
+    the one a ``(None, size)`` entry of the group requires if any.
 
     Raises:
         TypeError: wrong number of inputs, wrong dtype (naming the input).
@@ -227,6 +240,11 @@ def check_run_inputs(model, arrays: Sequence, equal_dims: Sequence = ()) -> dict
         feed[name] = arr
     for group in equal_dims:
         sizes = [(feed[n].shape[a], n, a) for n, a in group if n in feed]
+        for size, n, a in sizes:
+            required = [s for s_name, s in group if s_name is None and s != size]
+            if required:
+                raise ValueError(f"input {n!r} axis {a} has size {size}, but a specify_shape of a value with "
+                                 f"that dim requires size {required[0]} (PyTensor checks it at run time)")
         for size, n, a in sizes[1:]:
             if size != sizes[0][0]:
                 s0, n0, a0 = sizes[0]

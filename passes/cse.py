@@ -33,6 +33,7 @@ table: O(nodes + constant bytes).
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Hashable
 
@@ -86,11 +87,16 @@ def _merge_in(graph: Graph) -> bool:
 
 def _merge_constants(graph: Graph) -> bool:
     """Rule 1: replace every constant by the first one with equal dtype, shape
-    and bytes. Returns True if any constant was merged."""
+    and bytes. Returns True if any constant was merged. Only constants that
+    share their dtype and shape with another one are hashed, so a model's
+    distinct weights cost no pass over their bytes."""
     first: dict[tuple, Value] = {}
     changed = False
+    kinds = Counter((v.const.dtype.str, v.const.shape) for v in graph.constants.values())
     for value in list(graph.constants.values()):
         data = value.const
+        if kinds[(data.dtype.str, data.shape)] < 2:
+            continue
         key = (data.dtype.str, data.shape, hashlib.blake2b(np.ascontiguousarray(data)).digest())
         survivor = first.setdefault(key, value)
         if survivor is value or survivor.const.tobytes() != data.tobytes():

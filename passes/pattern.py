@@ -156,10 +156,23 @@ class Const(Pattern):
         return m._bind(self.name, value)
 
 
+def all_equal(array: np.ndarray, scalar) -> bool:
+    """Whether ``array`` is non-empty and every element equals ``scalar``
+    (``==``: NaN equals nothing). Compares in blocks of 65,536 elements and
+    stops at the first block that differs, so a large weight whose first
+    element differs costs O(1) time and memory, not a weight-sized bool
+    array."""
+    flat = array.reshape(-1)
+    if flat.size == 0 or not bool(flat[0] == scalar):
+        return False
+    step = 1 << 16
+    return all(bool(np.all(flat[i:i + step] == scalar)) for i in range(0, flat.size, step))
+
+
 def ConstEq(scalar: float | int | bool, name: str | None = None) -> Const:
     """A non-empty constant whose every element equals ``scalar`` (any shape,
     so a broadcast scalar matches too)."""
-    return Const(name, lambda a: a.size > 0 and bool(np.all(a == scalar)))
+    return Const(name, lambda a: all_equal(a, scalar))
 
 
 @dataclass(frozen=True)

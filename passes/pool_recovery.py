@@ -102,7 +102,8 @@ import numpy as np
 from ir import DType, Graph, Node, Value, symbolic
 from passes.base import Pass, register_pass
 from passes.shape_facts import elements, known_shape
-from passes.pattern import Const, Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules, producer, single_use
+from passes.pattern import (Const, Match, Op, Rewriter, Rule, RuleSet, Var, all_equal, apply_rules, producer,
+                            single_use)
 
 OPEN_END = 2 ** 62  # slice ends at least this large are "to the end" (PyTensor writes INT64_MAX)
 
@@ -419,7 +420,7 @@ def _count(value: Value) -> int | float | symbolic.Dim:
     or a size (a dim: the spatial size a symbolic mean divides by)."""
     if value.const is not None:
         flat = value.const.reshape(-1)
-        return flat[0].item() if flat.size and np.all(flat == flat[0]) else None
+        return flat[0].item() if flat.size and all_equal(flat, flat[0]) else None
     el = elements(value)
     return el[0] if el and all(e == el[0] for e in el) and isinstance(el[0], (int, float, str, symbolic.Expr)) \
         and not isinstance(el[0], bool) else None

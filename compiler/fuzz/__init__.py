@@ -4,7 +4,7 @@ compared with PyTensor's default compiled mode (``generate``, ``run_case``,
 line)."""
 
 from compiler.fuzz.generate import Program, edge_data, generate
-from compiler.fuzz.runner import CaseResult, FuzzReport, build, compare, fuzz, run_case, shrink
+from compiler.fuzz.runner import CaseResult, FuzzReport, build, compare, fuzz, reference_mode, run_case, shrink
 
 __all__ = ["CaseResult", "FuzzReport", "Program", "build", "compare", "edge_data", "fuzz", "generate",
-           "run_case", "shrink"]
+           "reference_mode", "run_case", "shrink"]

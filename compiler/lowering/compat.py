@@ -20,6 +20,11 @@ place: other modules import the name from here and never test the version.
   exist (``NotImplementedError``).
 - ``inner_graph``: 3.0's symbolic ``Softmax``/``LogSoftmax`` carry their own
   graph (``op.fgraph``); 2.38's are COps.
+- ``SOFTMAX_OVER_LENGTH_ONE``: 3.0's symbolic softmax over an axis whose
+  static length is 1 is a constant in every mode (its inner function's
+  rewrites turn ``e / sum(e)`` into 1, also at NaN/inf): ``{"softmax": 1.0,
+  "log_softmax": -0.0}``; 2.38's COps compute the formula (NaN at NaN/inf):
+  None.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ else:
     from pytensor.tensor.slinalg import Cholesky, CholeskySolve, Solve, SolveTriangular
 
 SoftmaxGrad = getattr(_special, "SoftmaxGrad", None)
+SOFTMAX_OVER_LENGTH_ONE = {"softmax": 1.0, "log_softmax": -0.0} if IS_PYTENSOR_3 else None
 Iv = getattr(_scalar_math, "Iv", None)
 
 if IS_PYTENSOR_3:
@@ -68,5 +74,5 @@ def inner_graph(op):
 
 
 __all__ = ["Cholesky", "CholeskySolve", "Det", "IS_PYTENSOR_3", "Iv", "MatrixInverse", "PYTENSOR_VERSION",
-           "SCAN_PREALLOC_TAG", "SLogDet", "SoftmaxGrad", "Solve", "SolveTriangular", "XlogX", "XlogY0",
-           "inner_graph", "scalar_op_key"]
+           "SCAN_PREALLOC_TAG", "SLogDet", "SOFTMAX_OVER_LENGTH_ONE", "SoftmaxGrad", "Solve", "SolveTriangular",
+           "XlogX", "XlogY0", "inner_graph", "scalar_op_key"]

@@ -34,6 +34,10 @@ class LoweringOptions:
         random_inputs: the ``RandomInput`` of every noise input made so far.
         random_count: random nodes made so far (each gets its own seed).
         main_graph: the top-level graph (noise inputs can only go there).
+        specified: ``(dim, size)`` for every constant size a ``SpecifyShape``
+            requires of a symbolic dim (the value's dim before PyTensor's
+            static dim is adopted), for the run-time input check
+            (``compiler.validation.equal_dim_groups``).
     """
 
     assertions: str = "drop"
@@ -42,6 +46,7 @@ class LoweringOptions:
     random_inputs: list = field(default_factory=list)
     random_count: int = 0
     main_graph: Graph | None = None
+    specified: list = field(default_factory=list)
 
     def __post_init__(self):
         if self.assertions not in ASSERTION_MODES:

@@ -106,6 +106,7 @@ class LoweredGraph:
     values: dict = field(default_factory=dict)  # PyTensor variable -> IR value, as lowered
     order: list = field(default_factory=list)  # the Apply nodes lowered, in topological order
     random_inputs: list = field(default_factory=list)  # rules/random.py RandomInput, after input_vars
+    specified: list = field(default_factory=list)  # (symbolic dim, size) a SpecifyShape requires
 
 
 def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
@@ -172,7 +173,7 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
     if options.dropped:
         warnings.warn(DroppedAssertionWarning(options.dropped), stacklevel=3)
     return LoweredGraph(graph, input_vars, list(spec.outputs), baked, dict(ctx.values), order,
-                        list(options.random_inputs))
+                        list(options.random_inputs), list(ctx.options.specified))
 
 
 def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence, *,

@@ -11,6 +11,8 @@ from pytensor.tensor.type_other import NoneConst
 
 from compiler import compile_to_onnx
 from compiler.errors import UnsupportedOpsError
+from compiler.fuzz import reference_mode
+from compiler.lowering.compat import IS_PYTENSOR_3
 
 
 def plain_session(m):
@@ -223,3 +225,41 @@ def test_split_with_the_wrong_number_of_sizes():
     x = pt.vector("x")
     with pytest.raises((ValueError, TypeError)):
         pt.split(x, [1, 2], 3)  # PyTensor refuses it while building the graph
+
+
+# -- compiled functions and run-time checks of intermediate values -----------------
+@pytest.mark.parametrize("make", [
+    lambda x: x[x > 0],                                   # AdvancedSubtensor1(x, Nonzero(mask))
+    lambda x: pt.set_subtensor(x[x > 0], 0.0),            # AdvancedIncSubtensor1 over Nonzero
+    lambda x: x.reshape((2, 3))[x.reshape((2, 3)) > 0],   # a 2-D mask: Nonzero has two outputs
+    lambda x: pt.stack(pt.nonzero(x.reshape((3, 2)))),    # pt.nonzero itself
+])
+def test_boolean_mask_indexing_from_a_compiled_function(make):
+    """PyTensor 3.0's compiled functions turn ``x[mask]`` into ``Nonzero``;
+    it lowers to ONNX NonZero (row-major order, one int64 vector per axis)."""
+    x = pt.vector("x")
+    f = pytensor.function([x], make(x), mode=reference_mode("python"))  # the default rewrites, no JIT
+    has_nonzero = any(type(n.op).__name__ == "Nonzero" for n in f.maker.fgraph.apply_nodes)
+    assert has_nonzero or not IS_PYTENSOR_3  # 2.38's rewrites keep boolean masks as AdvancedSubtensor
+    models = (compile_to_onnx(f), compile_to_onnx([x], outputs=[make(x)]))
+    for xv in (np.array([1.0, -2.0, 3.0, np.nan, 0.5, 0.0]), np.array([-1.0, -2.0, 0.0, -0.0, -3.0, 0.0])):
+        want = f(xv)
+        for m in models:
+            got = m.run(xv)[0]
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+
+
+def test_a_violated_specify_shape_on_an_intermediate_value_is_refused_by_run():
+    """PyTensor asserts ``specify_shape`` at run time; ONNX has no assertion,
+    so ``run`` checks the input dims the specified value's dims are."""
+    x, y = pt.vector("x"), pt.matrix("y")
+    out = pt.specify_shape(x * 2, (3,)).sum() + pt.specify_shape(pt.exp(y), (None, 2)).sum()
+    with pytest.raises(AssertionError):
+        pytensor.function([x, y], out, mode="FAST_COMPILE")(np.ones(4), np.ones((1, 2)))
+    m = compile_to_onnx([x, y], outputs=[out])
+    with pytest.raises(ValueError, match="input 'x' axis 0 has size 4, but a specify_shape .* requires size 3"):
+        m.run(np.ones(4), np.ones((1, 2)))
+    with pytest.raises(ValueError, match="input 'y' axis 1 has size 5, but a specify_shape .* requires size 2"):
+        m.run(np.ones(3), np.ones((1, 5)))
+    np.testing.assert_allclose(m.run(np.ones(3), np.zeros((4, 2)))[0], 6.0 + 8.0)

@@ -4,6 +4,7 @@ COps and PyTensor 3's symbolic ops), ``SoftmaxGrad`` and ``CumOp``."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytensor.scalar as ps
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor import special
@@ -12,7 +13,7 @@ from pytensor.tensor.extra_ops import CumOp
 from pytensor.tensor.math import Argmax, MulWithoutZeros
 
 from compiler.errors import Unsupported
-from compiler.lowering.compat import SoftmaxGrad, inner_graph
+from compiler.lowering.compat import SOFTMAX_OVER_LENGTH_ONE, SoftmaxGrad, inner_graph
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import find_in_mro, lowers
 from compiler.lowering.rules.graph_ops import lower_op_from_graph
@@ -153,6 +154,12 @@ def _softmax_rule(ir_op: str):
         if isinstance(axis, tuple) and len(axis) == 1:
             axis = axis[0]
         x = ctx.get(node.inputs[0])
+        static = node.inputs[0].type.shape
+        if SOFTMAX_OVER_LENGTH_ONE is not None and x.dtype.is_float and (
+                all(s == 1 for s in static) if axis is None
+                else isinstance(axis, int) and static[axis] == 1):
+            fill = ctx.const(np.array(SOFTMAX_OVER_LENGTH_ONE[ir_op], dtype=x.dtype.numpy))
+            return [ctx.add("expand", [fill, shape_of(ctx, x)])]
         if isinstance(axis, tuple) or not x.dtype.is_float:
             if inner_graph(node.op) is not None:  # PyTensor 3: the op's own graph defines it
                 return lower_op_from_graph(ctx, node)
@@ -166,7 +173,10 @@ def _softmax_rule(ir_op: str):
     rule.__doc__ = f"""``{ir_op}`` over ``axis`` (``pytensor.tensor.special``): max-subtracted,
         as in PyTensor. ``axis=None`` normalizes over all entries (flatten,
         {ir_op}, reshape back). PyTensor 3's multi-axis form, and integer
-        inputs, inline the op's own graph."""
+        inputs, inline the op's own graph; its softmax over an axis of static
+        length 1 is the constant its rewrites make of it in every mode
+        (``compat.SOFTMAX_OVER_LENGTH_ONE``: 1 and -0.0, NaN and inf
+        inputs included)."""
     return rule
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 from pytensor.compile.ops import DeepCopyOp, ViewOp
+from pytensor.graph.basic import Constant
 from pytensor.tensor.basic import (ARange, Alloc, AllocEmpty, Eye, Join, MakeVector, Nonzero, ScalarFromTensor,
                                    Split, TensorFromScalar)
 from pytensor.tensor.elemwise import DimShuffle
@@ -28,12 +29,26 @@ from compiler.lowering.rules.indexing import INT64, int64_scalar, int64_value, i
 # -- identities ------------------------------------------------------------
 
 
-@lowers(TensorFromScalar, ScalarFromTensor, DeepCopyOp, ViewOp, SpecifyShape)
+@lowers(TensorFromScalar, ScalarFromTensor, DeepCopyOp, ViewOp)
 def lower_identity(ctx, node):
     """The input value unchanged: scalars are 0-d tensors in the IR, copies
-    and views are values, and SpecifyShape's check is PyTensor's (the driver
-    adopts its static dims)."""
+    and views are values."""
     return [ctx.get(node.inputs[0])]
+
+
+@lowers(SpecifyShape)
+def lower_specify_shape(ctx, node):
+    """SpecifyShape(x, *sizes): ``x`` unchanged; the driver adopts the static
+    dims. PyTensor asserts the sizes at run time and ONNX has no assertion,
+    so every constant size required of a symbolic dim of ``x`` is recorded in
+    ``ctx.options.specified`` for ``CompiledModel.run``'s input check
+    (sizes computed at run time are not checked)."""
+    x = ctx.get(node.inputs[0])
+    for dim, size in zip(x.type.shape, node.inputs[1:]):
+        data = getattr(size, "data", None) if isinstance(size, Constant) else None
+        if isinstance(dim, str) and data is not None:
+            ctx.options.specified.append((dim, int(data)))
+    return [x]
 
 
 # -- axes --------------------------------------------------------------------

@@ -40,6 +40,21 @@ def test_matmul_ranks_and_broadcast_batch_dims():
     check_pytensor([m, v, a, b, t], outs, values)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_transposed_matrix_by_vector(dtype):
+    """``x1.T @ v`` and its batched form (a Transpose feeding MatMul with a
+    1-D second operand): onnxruntime's MatmulTransposeFusion computes it
+    wrongly (fuzz seeds 1175, 100649), so the vector goes in as a column.
+    Run with onnxruntime's default optimizations (ORT_ENABLE_ALL)."""
+    x1, v = pt.matrix("x1", dtype=dtype), pt.vector("v", dtype=dtype)
+    t = pt.tensor3("t", dtype=dtype)
+    outs = [pt.dot(x1.T, v), x1.T @ v, t.transpose(0, 2, 1) @ v, gemv_no_inplace(v[:2], 1.0, x1.T, v, 0.0)]
+    values = [np.array([[0, 0], [3, 0], [1, 2]], dtype), np.array([-6, 0, 2], dtype), data((2, 3, 2), dtype)]
+    if dtype == "int64":
+        outs.pop()  # Gemv is float only
+    check_pytensor([x1, v, t], outs, values)
+
+
 def test_batched_dot():
     x, y = pt.ftensor3("x"), pt.ftensor3("y")
     check_pytensor([x, y], [BatchedDot()(x, y)], [data((2, 3, 4), "float32"), data((2, 4, 5), "float32")])

@@ -147,6 +147,20 @@ def test_cumsum_cumprod(dtype):
     check_pytensor([x], outs, [data((2, 3, 4), dtype)])
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int64", "float16"])
+@pytest.mark.parametrize("shape", [(0, 3, 1), (2, 0, 4), (2, 3, 0), (0, 0, 0)])
+def test_scanned_products_and_sums_of_empty_tensors(dtype, shape):
+    """The reductions emitted as ONNX Scan (integer prod/cumprod, float16
+    cumsum) on tensors with a zero-length axis, scanned or not: onnxruntime's
+    Scan dies with SIGFPE on empty slices (fuzz seed 100253), so the emitter
+    skips it for an empty input. Products over an empty axis are 1."""
+    x = pt.tensor3("x", dtype=dtype)
+    outs = [pt.prod(x, axis=1), pt.prod(x, axis=0)]
+    if dtype != "uint8":  # PyTensor's perform returns NumPy's uint64 for a uint8 cumsum/cumprod
+        outs += [pt.cumprod(x, axis=1), pt.cumsum(x, axis=2)]
+    check_pytensor([x], outs, [np.zeros(shape, dtype)])
+
+
 def test_cumsum_int32_keeps_its_dtype():
     """NumPy's cumsum of int32 gives int64, so PyTensor's Python and Numba
     backends return int64 for this int32-typed output; the compiled model keeps

@@ -170,25 +170,38 @@ def scan(ctx, x, axis, rank, dtype, identity, step):
     ``acc = step(acc, x_i)`` starting from ``identity``, as an ONNX Scan.
     Returns ``(final accumulator (axis removed), all accumulators)``.
 
-    The scan runs over ``concat([identity], x)`` and drops the first
-    result: onnxruntime's Scan crashes (SIGFPE) on zero iterations, and
-    ``step(identity, identity) == identity`` keeps the values exact. The
-    body's values have their rank declared: onnxruntime's Scan needs it.
+    onnxruntime's Scan dies with SIGFPE on zero iterations and on empty
+    slices (another axis of length 0; fuzz seed 100253), so:
+
+    - the scan runs over ``concat([identity], x)`` and drops the first
+      result; ``step(identity, identity) == identity`` keeps values exact;
+    - an ``If`` on ``Size(x) == 0`` skips the Scan for an empty ``x``: the
+      final accumulator is ``identity`` over the other axes and the
+      accumulators are ``x`` itself (empty).
+
+    The body's values have their rank declared: onnxruntime's Scan needs it.
     """
     pad = identity_slice(ctx, x, axis, dtype, identity)
     init = ctx.op("Squeeze", pad, ctx.const(np.array([axis]), I64))
-    padded = ctx.op("Concat", pad, x, axis=axis)
-    with ctx.body() as body:
-        acc_in = ctx.body_input("acc", dtype, [None] * (rank - 1))
-        x_i = ctx.body_input("x_i", dtype, [None] * (rank - 1))
-        acc_out = step(acc_in, x_i)
-        y_i = ctx.op("Identity", acc_out)
-    graph = ctx.subgraph(body, [acc_in, x_i], [acc_out, y_i], "scan_body")
-    final, y = ctx.op("Scan", init, padded, num_outputs=2, body=graph, num_scan_inputs=1,
-                      scan_input_axes=[axis], scan_output_axes=[axis])
-    y = ctx.op("Slice", y, ctx.const(np.array([1]), I64), ctx.const(np.array([INT64_MAX]), I64),
-               ctx.const(np.array([axis]), I64))
-    return final, y
+    empty = ctx.op("Equal", ctx.op("Size", x), ctx.const(np.array(0), I64))
+    with ctx.body() as then_nodes:
+        then_outs = [ctx.op("Identity", init), ctx.op("Identity", x)]
+    with ctx.body() as else_nodes:
+        padded = ctx.op("Concat", pad, x, axis=axis)
+        with ctx.body() as body:
+            acc_in = ctx.body_input("acc", dtype, [None] * (rank - 1))
+            x_i = ctx.body_input("x_i", dtype, [None] * (rank - 1))
+            acc_out = step(acc_in, x_i)
+            y_i = ctx.op("Identity", acc_out)
+        graph = ctx.subgraph(body, [acc_in, x_i], [acc_out, y_i], "scan_body")
+        final, y = ctx.op("Scan", init, padded, num_outputs=2, body=graph, num_scan_inputs=1,
+                          scan_input_axes=[axis], scan_output_axes=[axis])
+        y = ctx.op("Slice", y, ctx.const(np.array([1]), I64), ctx.const(np.array([INT64_MAX]), I64),
+                   ctx.const(np.array([axis]), I64))
+        else_outs = [final, y]
+    return ctx.op("If", empty, num_outputs=2,
+                  then_branch=ctx.subgraph(then_nodes, [], then_outs, "then_branch"),
+                  else_branch=ctx.subgraph(else_nodes, [], else_outs, "else_branch"))
 
 
 @emits("sort")
@@ -283,7 +296,25 @@ def matmul(ctx, node, a, b):
     dtype = node.inputs[0].dtype
     if dtype == F64 and sorted(v.rank for v in node.inputs) == [1, 2]:
         return _f64_matrix_vector(ctx, node, a, b)
+    if node.inputs[1].rank == 1 and node.inputs[0].rank >= 2 and a.producer() is not None:
+        return _matrix_by_column(ctx, dtype, a, b)
     return in_f32(ctx, dtype, lambda p, q: kernel_op(ctx, "MatMul", float_compute(dtype), p, q), a, b)
+
+
+def _matrix_by_column(ctx, dtype, a, v):
+    """``a @ v`` for a computed ``a`` (rank >= 2) and a vector ``v``, as
+    ``(a @ v[:, None])[..., 0]``: the same products and sums.
+
+    onnxruntime's ``MatmulTransposeFusion`` (ORT_ENABLE_ALL) folds a
+    ``Transpose`` feeding MatMul's first input into ``FusedMatMul``, which
+    gives wrong numbers when the second input is 1-D (onnxruntime 1.32:
+    ``Transpose(A) @ v`` returned ``[0, 0]`` for ``[-18, 0]``; fuzz seeds
+    1175, 100649); with a ``(K, 1)`` column it is right. Unsqueeze and
+    Squeeze are views in onnxruntime."""
+    last = ctx.const(np.array([-1]), I64)
+    column = ctx.op("Unsqueeze", v, last)
+    product = in_f32(ctx, dtype, lambda p, q: kernel_op(ctx, "MatMul", float_compute(dtype), p, q), a, column)
+    return ctx.op("Squeeze", product, last)
 
 
 def _f64_matrix_vector(ctx, node, a, b):

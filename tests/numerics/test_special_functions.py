@@ -188,6 +188,20 @@ def test_float64_within_bound(op):
     check(op, x, reference(op, x), run(op, x), np.float64)
 
 
+@pytest.mark.parametrize("op", ["gammaln", "gamma", "psi", "trigamma"])
+def test_positive_branch_equals_general_branch(op):
+    """Inputs that are all > 0 run the positive-only branch of the body's ``If``
+    (``special_f64.if_all_positive``): within the bound of the reference, and
+    bit-identical to the same points computed by the general branch (the
+    sweep holds negatives and NaN, so it takes the general one)."""
+    x = sweep(op)
+    positive = x[x > 0]
+    fast, general = run(op, positive), run(op, x)[x > 0]
+    np.testing.assert_array_equal(fast, general)
+    check(op, positive, reference(op, positive), fast, np.float64)
+    assert run(op, np.zeros(0)).shape == (0,)
+
+
 @pytest.mark.parametrize("op", OPS)
 def test_float32_within_one_ulp(op):
     x64 = sweep(op)

@@ -117,6 +117,24 @@ def is_integer(c, x):
     return c.op("Equal", c.op("Floor", x), x)
 
 
+def if_all_positive(c, x, positive, general):
+    """``positive(c, x)`` when every element of x is > 0 (none NaN; an empty x
+    counts as positive), else ``general(c, x)``: one ONNX ``If`` on
+    ``ReduceSum(Cast(Not(x > 0))) == 0``, so only the taken branch runs.
+    ``positive`` must equal ``general`` wherever x > 0 (it is the same
+    formula without the reflection and the pole/NaN cases): log-densities
+    and their gradients call gammaln/psi on positive arguments, where the
+    reflection half of the branch-free body would be computed and thrown away."""
+    bad = c.cast(c.op("Not", c.op("Greater", x, k(c, 0.0))), F64)
+    cond = c.op("Equal", c.op("ReduceSum", bad, keepdims=0), k(c, 0.0))
+    branches = {}
+    for role, build in (("then", positive), ("else", general)):
+        with c.body() as nodes:
+            out = c.op("Identity", build(c, x))
+        branches[role] = c.subgraph(nodes, [], [out], f"{role}_branch")
+    return c.op("If", cond, then_branch=branches["then"], else_branch=branches["else"])
+
+
 # -- sin(pi x), cos(pi x) with exact argument reduction -----------------------------
 def sincospi(c, x):
     """``(sin(pi x), cos(pi x))`` to a few ulp for every finite x, NaN for
@@ -198,7 +216,17 @@ def lgamma_positive(c, x):
 
 def gammaln(c, x):
     """``scipy.special.gammaln``: +inf at 0, the negative integers and +-inf;
-    reflection ``log(pi / |sin(pi x)|) - lgamma(1 - x)`` for x < 0."""
+    reflection ``log(pi / |sin(pi x)|) - lgamma(1 - x)`` for x < 0. Only the
+    positive half runs when every x is > 0 (``if_all_positive``)."""
+    return if_all_positive(c, x, _gammaln_positive_only, _gammaln_any)
+
+
+def _gammaln_positive_only(c, x):
+    """``gammaln`` for x > 0 (the general form's value there)."""
+    return where(c, tiny(c, x), c.op("Neg", c.op("Log", x)), lgamma_positive(c, x))
+
+
+def _gammaln_any(c, x):
     pos = lgamma_positive(c, c.op("Abs", x))
     s, _ = sincospi(c, x)
     one_minus = sub(c, k(c, 1.0), x)
@@ -237,7 +265,17 @@ def gamma_positive(c, x):
 
 def gamma(c, x):
     """``scipy.special.gamma``: reflection ``pi / (sin(pi x) Gamma(1 - x))``
-    for x < 0; +-inf at +-0, NaN at the negative integers and -inf."""
+    for x < 0; +-inf at +-0, NaN at the negative integers and -inf. Only the
+    positive half runs when every x is > 0 (``if_all_positive``)."""
+    return if_all_positive(c, x, _gamma_positive_only, _gamma_any)
+
+
+def _gamma_positive_only(c, x):
+    """``gamma`` for x > 0 (the general form's value there)."""
+    return where(c, tiny(c, x), sub(c, div(c, k(c, 1.0), x), k(c, EULER)), gamma_positive(c, x))
+
+
+def _gamma_any(c, x):
     pos = gamma_positive(c, c.op("Abs", x))
     s, _ = sincospi(c, x)
     neg = div(c, k(c, PI), mul(c, s, gamma_positive(c, c.op("Max", sub(c, k(c, 1.0), x), k(c, 1.0)))))
@@ -300,7 +338,17 @@ def psi_positive(c, x):
 
 def psi(c, x):
     """``scipy.special.psi``: reflection ``psi(1-x) - pi cos(pi x)/sin(pi x)``
-    for x < 0; -inf at +0, +inf at -0, NaN at negative integers and -inf."""
+    for x < 0; -inf at +0, +inf at -0, NaN at negative integers and -inf.
+    Only the positive half runs when every x is > 0 (``if_all_positive``)."""
+    return if_all_positive(c, x, _psi_positive_only, _psi_any)
+
+
+def _psi_positive_only(c, x):
+    """``psi`` for x > 0 (the general form's value there)."""
+    return where(c, tiny(c, x), sub(c, c.op("Neg", div(c, k(c, 1.0), x)), k(c, EULER)), psi_positive(c, x))
+
+
+def _psi_any(c, x):
     pos = psi_positive(c, x)
     s, co = sincospi(c, x)
     neg = sub(c, psi_positive(c, c.op("Max", sub(c, k(c, 1.0), x), k(c, 1.0))), div(c, mul(c, k(c, PI), co), s))
@@ -326,7 +374,17 @@ def trigamma_positive(c, x):
 
 def trigamma(c, x):
     """``scipy.special.polygamma(1, x)``: reflection ``pi^2 / sin^2(pi x) -
-    trigamma(1 - x)`` for x < 0; +inf at 0, the negative integers and -inf."""
+    trigamma(1 - x)`` for x < 0; +inf at 0, the negative integers and -inf.
+    Only the positive half runs when every x is > 0 (``if_all_positive``)."""
+    return if_all_positive(c, x, _trigamma_positive_only, _trigamma_any)
+
+
+def _trigamma_positive_only(c, x):
+    """``trigamma`` for x > 0 (the general form's value there)."""
+    return where(c, c.op("Equal", x, k(c, np.inf)), k(c, 0.0), trigamma_positive(c, x))
+
+
+def _trigamma_any(c, x):
     pos = trigamma_positive(c, x)
     s, _ = sincospi(c, x)
     ps = mul(c, s, k(c, 1.0 / PI))

@@ -9,7 +9,7 @@ from passes import shape_folding, shape_inference  # noqa: F401
 from passes import cumulative_scan, if_sinking, if_to_where, scan_unroll  # noqa: F401
 from passes import (activations, batchnorm_folding, conv_bias, conv_recovery, filter_flip,  # noqa: F401
                     flatten_recovery, gemm_fusion, pool_recovery, resize_recovery)
-from passes import special_batching  # noqa: F401
+from passes import distinct_arguments, special_batching  # noqa: F401
 
 DEFAULT_PIPELINE: list[str] = [
     # -- clean up what lowering wrote ------------------------------------
@@ -63,8 +63,10 @@ DEFAULT_PIPELINE: list[str] = [
     "if-sinking",
     "if-to-where",
     # -- special functions -----------------------------------------------------
-    # Independent calls of one special function (hundreds of ONNX nodes
-    # each) run once on their arguments concatenated.
+    # A special function (hundreds of ONNX nodes) of constant data runs once
+    # per distinct data value; then independent calls of one function run
+    # once on their arguments concatenated.
+    "distinct-arguments",
     "special-batching",
     # -- finish ------------------------------------------------------------
     "cse",

@@ -200,6 +200,12 @@ def test_positive_branch_equals_general_branch(op):
     np.testing.assert_array_equal(fast, general)
     check(op, positive, reference(op, positive), fast, np.float64)
     assert run(op, np.zeros(0)).shape == (0,)
+    # away from the zeros' series regions (|x - 1| < 0.2, 1.8 <= x < 2.2, |x - 1.4616| < 0.25),
+    # whose nodes an If then skips (special_f64.where_some)
+    far = positive[(np.abs(positive - 1) >= 0.25) & (np.abs(positive - 2) >= 0.25)
+                   & (np.abs(positive - 1.4616) >= 0.3)]
+    np.testing.assert_array_equal(run(op, far), general[np.isin(positive, far)])
+    check(op, far, reference(op, far), run(op, far), np.float64)
 
 
 @pytest.mark.parametrize("op", OPS)

@@ -9,7 +9,7 @@ from passes import shape_folding, shape_inference  # noqa: F401
 from passes import cumulative_scan, if_sinking, if_to_where, scan_unroll  # noqa: F401
 from passes import (activations, batchnorm_folding, conv_bias, conv_recovery, filter_flip,  # noqa: F401
                     flatten_recovery, gemm_fusion, pool_recovery, resize_recovery)
-from passes import distinct_arguments, special_batching  # noqa: F401
+from passes import distinct_arguments, narrow_layout, special_batching  # noqa: F401
 
 DEFAULT_PIPELINE: list[str] = [
     # -- clean up what lowering wrote ------------------------------------
@@ -68,6 +68,10 @@ DEFAULT_PIPELINE: list[str] = [
     # once on their arguments concatenated.
     "distinct-arguments",
     "special-batching",
+    # -- layout ----------------------------------------------------------------
+    # [N, k] computations with a small k run as [k, N] (onnxruntime
+    # broadcasts one innermost span at a time).
+    "narrow-layout",
     # -- finish ------------------------------------------------------------
     "cse",
     "dce",

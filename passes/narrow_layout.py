@@ -8,7 +8,10 @@ elements (measured at N = 10,000 float64: Sub 119 us against 10 us for
 mixture model's log-density and gradient are made of (observations by
 components). This pass rewrites, in graph order, every node whose result is
 narrow (rank 2, last dim static and at most ``MAX_K``, first dim symbolic or
-at least ``MIN_N``) and that it knows how to transpose:
+at least ``MIN_N``), that it knows how to transpose, and where that pays:
+an elementwise op that broadcasts an input of rank >= 1 (the slow case), or
+any of the ops below whose rank-2 inputs are already available transposed
+(constants, values the pass rewrote), so no new transpose is needed:
 
 * elementwise ops (the ``elementwise`` trait): rank-2 inputs transposed,
   rank-1 inputs (which broadcast along the last axis) unsqueezed to
@@ -64,6 +67,14 @@ def narrow(t: TensorType) -> bool:
     return not isinstance(t.shape[0], int) or t.shape[0] >= MIN_N
 
 
+def broadcasts(node: Node) -> bool:
+    """An elementwise node with a narrow result that broadcasts an input of
+    rank >= 1 (the slow span-by-span case; a rank-0 input is fast)."""
+    out = node.outputs[0]
+    return narrow(out.type) and get_op(node.op).has(ELEMENTWISE) and \
+        any(v.rank >= 1 and v.shape != out.shape for v in node.inputs)
+
+
 @register_pass
 @dataclass(frozen=True)
 class NarrowLayout(Pass):
@@ -88,20 +99,24 @@ class _Rewriter:
 
     def visit(self, node: Node) -> None:
         out, op = node.outputs[0], node.op
-        if op in REDUCTIONS and node.inputs[0].rank == 2 and narrow(node.inputs[0].type):
+        if op in REDUCTIONS and node.inputs[0].rank == 2 and narrow(node.inputs[0].type) \
+                and self.free(node.inputs[0]):
             axes = node.attrs["axes"] or (0, 1)
             attrs = dict(node.attrs, axes=sorted(1 - (a % 2) for a in axes))
             self.replace(node, [self.flip(node.inputs[0], node)], attrs, transposed=bool(node.attrs["keepdims"]))
         elif not narrow(out.type):
             return
-        elif get_op(op).has(ELEMENTWISE) and all(v.rank <= 2 for v in node.inputs):
+        elif get_op(op).has(ELEMENTWISE) and all(v.rank <= 2 for v in node.inputs) \
+                and (broadcasts(node) or all(self.free(v) for v in node.inputs)):
             self.replace(node, [self.flip(v, node) for v in node.inputs], dict(node.attrs))
-        elif op == "unsqueeze" and node.inputs[0].rank == 1 and list(node.attrs["axes"]) in ([1], [-1]):
+        elif op == "unsqueeze" and node.inputs[0].rank == 1 and list(node.attrs["axes"]) in ([1], [-1]) \
+                and any(broadcasts(use.node) for use in out.uses()):
             self.replace(node, list(node.inputs), dict(node.attrs, axes=[0]))
-        elif op == "slice" and narrow(node.inputs[0].type):
+        elif op == "slice" and narrow(node.inputs[0].type) and self.free(node.inputs[0]):
             axes = [1 - (a % 2) for a in node.attrs["axes"]]
             self.replace(node, [self.flip(node.inputs[0], node), *node.inputs[1:]], dict(node.attrs, axes=axes))
-        elif op == "expand" and node.inputs[1].const is not None and node.inputs[0].rank <= 2:
+        elif op == "expand" and node.inputs[1].const is not None and node.inputs[0].rank <= 2 \
+                and self.free(node.inputs[0]):
             shape = self.constant(node.inputs[1].const[::-1].copy(), "expand_shape")
             self.replace(node, [self.flip(node.inputs[0], node), shape], dict(node.attrs))
 
@@ -115,6 +130,13 @@ class _Rewriter:
         self.graph.replace_all_uses(node.outputs[0], result)
         self.graph.erase(node)
         self.changed = True
+
+    def free(self, v: Value) -> bool:
+        """Whether v is available in the transposed layout without a new
+        transpose of a computed rank-2 value (scalars, rank 1, constants,
+        values this pass or the graph already transposed)."""
+        return v.rank < 2 or v.const is not None or v in self.memo or \
+            (v.producer is not None and v.producer.op == "transpose")
 
     def flip(self, v: Value, before: Node) -> Value:
         """v in the transposed layout: rank 2 transposed, rank 1 as ``[k, 1]``, rank 0 as is."""

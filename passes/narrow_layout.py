@@ -22,8 +22,9 @@ any of the ops below whose rank-2 inputs are already available transposed
   the shape reversed.
 
 Each rewritten node is followed by a ``transpose`` back, which the next
-rewritten reader cancels (``transpose(transpose(x))`` is x); constants are
-transposed at compile time. Values leave the rewritten region through one
+rewritten reader cancels (``transpose(transpose(x))`` is x); a constant is
+read through a ``transpose``/``unsqueeze`` node (onnxruntime folds it when
+the session loads), so initializers keep their names (baked shared variables). Values leave the rewritten region through one
 transpose. Elementwise results are unchanged; a reduction combines the
 same values, but its summation order may differ where the engine's order
 depends on the layout (a sum over both axes; NumPy's sum of ``[N, k]`` over
@@ -38,7 +39,8 @@ Before::
 After::
 
     %m: f64[2,1] = unsqueeze(%mu) {axes=[1]}
-    %d2: f64[2,N] = sub(%y_t, %m)         # %y_t: the constant transposed
+    %yt: f64[2,N] = transpose(%y) {perm=[1, 0]}
+    %d2: f64[2,N] = sub(%yt, %m)
     %s: f64[N] = reduce_sum(%d2) {axes=[0], keepdims=false}
 """
 
@@ -144,10 +146,7 @@ class _Rewriter:
             return v
         if v in self.memo:
             return self.memo[v]
-        if v.const is not None:
-            array = v.const.T if v.rank == 2 else v.const.reshape(-1, 1)
-            flipped = self.constant(np.ascontiguousarray(array), f"{v.name}_t")
-        elif v.rank == 2 and v.producer is not None and v.producer.op == "transpose":
+        if v.rank == 2 and v.producer is not None and v.producer.op == "transpose":
             flipped = v.producer.inputs[0]
         elif v.rank == 2:
             flipped = self.graph.add("transpose", [v], {"perm": [1, 0]}, before=before)

@@ -10,7 +10,7 @@ issue 9 is ratio <= 2 at 10,000 observations.
 
 Usage::
 
-    python bench/bench_pymc.py [--sizes 100 10000] [--runs 200] [--models radon ar2]
+    python bench/bench_pymc.py [--sizes 100 10000] [--runs 200] [--models radon ar2] [--clock cpu]
 
 Timings are wall clock on a possibly shared machine: read the medians, and
 never assert on them.
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -35,8 +36,12 @@ from compiler.demo_pymc import median_seconds  # noqa: E402
 from tests.pymc.models import MODELS  # noqa: E402
 
 
-def measure(name: str, n: int, runs: int, threads: int = 1) -> dict:
-    """Node count and latencies of model ``name`` with ``n`` observations."""
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
+
+
+def measure(name: str, n: int, runs: int, threads: int = 1, clock: str = "wall") -> dict:
+    """Node count and latencies of model ``name`` with ``n`` observations
+    (``clock``: a key of ``CLOCKS``)."""
     model = MODELS[name](n)
     fn = model.logp_dlogp_function(ravel_inputs=True)  # PyTensor's default (C) mode
     fn.set_extra_values({})
@@ -51,9 +56,10 @@ def measure(name: str, n: int, runs: int, threads: int = 1) -> dict:
     feed = {compiled.input_names[0]: x}
     got, want = session.run(None, feed), f(x)
     err = max(float(np.max(np.abs(g - w)) / max(np.max(np.abs(w)), 1e-300)) for g, w in zip(got, want))
+    tick = CLOCKS[clock]
     return {"nodes": len(compiled.model.graph.node),
-            "onnx": median_seconds(lambda: session.run(None, feed), runs),
-            "pytensor": median_seconds(lambda: f(x), runs), "err": err}
+            "onnx": median_seconds(lambda: session.run(None, feed), runs, tick),
+            "pytensor": median_seconds(lambda: f(x), runs, tick), "err": err}
 
 
 def main(argv=None) -> None:
@@ -63,13 +69,16 @@ def main(argv=None) -> None:
     parser.add_argument("--models", nargs="+", default=list(MODELS))
     parser.add_argument("--threads", type=int, default=1,
                         help="onnxruntime intra-op threads (default 1, like PyTensor's C mode; 0: its default)")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="wall: perf_counter; cpu: the calling thread's CPU time (robust on a loaded "
+                             "machine; meaningful with --threads 1, where both run on the calling thread)")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     print(f"{'model':<22} {'obs':>6} {'nodes':>6} {'onnxruntime':>12} {'PyTensor C':>11} {'ratio':>6} "
           f"{'rel err':>8}")
     for name in args.models:
         for n in args.sizes:
-            r = measure(name, n, args.runs, args.threads)
+            r = measure(name, n, args.runs, args.threads, args.clock)
             print(f"{name:<22} {n:>6} {r['nodes']:>6} {r['onnx'] * 1e6:>10.1f}us {r['pytensor'] * 1e6:>9.1f}us "
                   f"{r['onnx'] / r['pytensor']:>6.2f} {r['err']:>8.1e}", flush=True)
 

@@ -392,6 +392,27 @@ class Graph:
         self._outputs = list(values)
         self._output_set = set(self._outputs)
 
+    def reorder(self, nodes: Sequence[Node]) -> None:
+        """Relink the node list in the order of ``nodes``, a permutation of
+        this graph's nodes (the caller keeps the order topological). O(nodes).
+
+        Raises:
+            ValueError: ``nodes`` is not a permutation of the graph's nodes.
+        """
+        if len(nodes) != self._num_nodes or len(set(map(id, nodes))) != len(nodes) \
+                or any(n.graph is not self for n in nodes):
+            raise ValueError(f"reorder of graph {self.name}: not a permutation of its nodes")
+        prev = None
+        for node in nodes:
+            node._prev = prev
+            if prev is not None:
+                prev._next = node
+            prev = node
+        self._head = nodes[0] if nodes else None
+        self._tail = prev
+        if prev is not None:
+            prev._next = None
+
     def move_before(self, anchor: Node, node: Node) -> None:
         """Move ``node`` (already in the graph) to just before ``anchor``."""
         self._unlink(node)

@@ -1,11 +1,13 @@
 """Graph transforms every pass and the lowering share: deep copy, inlining
 a closed body, fresh names that avoid nested graphs, dead-code removal, a
-walk over a graph and all its nested graphs, and the size limit of
-compile-time evaluation. All are linear in the size of what they touch.
+walk over a graph and all its nested graphs, a stable topological re-sort,
+and the size limit of compile-time evaluation. All are linear (the sort
+n log n) in the size of what they touch.
 """
 
 from __future__ import annotations
 
+import heapq
 from typing import Iterable, Iterator, Sequence
 
 from ir import symbolic as sym
@@ -77,6 +79,40 @@ def remove_dead_code(graph: Graph) -> bool:
             graph.remove_constant(value)
             changed = True
     return changed
+
+
+def topological_sort(graph: Graph) -> None:
+    """Reorder ``graph``'s top-level node list so every node follows the
+    producers of its inputs (nested bodies read outer values only through
+    their node's inputs, so these are all the dependencies), keeping the
+    current relative order wherever it is already valid (Kahn's algorithm,
+    ready nodes taken by current position). For passes that append nodes
+    whose readers come earlier. O(nodes log nodes).
+
+    Raises:
+        ValueError: the dependencies have a cycle.
+    """
+    nodes = graph.nodes
+    position = {node: i for i, node in enumerate(nodes)}
+    waiting = {node: 0 for node in nodes}
+    readers: dict[Node, list[Node]] = {node: [] for node in nodes}
+    for node in nodes:
+        for producer in {v.producer for v in node.inputs if v.producer in position}:
+            waiting[node] += 1
+            readers[producer].append(node)
+    ready = [position[n] for n in nodes if waiting[n] == 0]
+    heapq.heapify(ready)
+    order: list[Node] = []
+    while ready:
+        node = nodes[heapq.heappop(ready)]
+        order.append(node)
+        for reader in readers[node]:
+            waiting[reader] -= 1
+            if waiting[reader] == 0:
+                heapq.heappush(ready, position[reader])
+    if len(order) != len(nodes):
+        raise ValueError(f"graph {graph.name}: the node dependencies have a cycle")
+    graph.reorder(order)
 
 
 def copy_graph(graph: Graph, name: str | None = None) -> Graph:

@@ -9,6 +9,7 @@ from passes import shape_folding, shape_inference  # noqa: F401
 from passes import cumulative_scan, if_sinking, if_to_where, scan_unroll  # noqa: F401
 from passes import (activations, batchnorm_folding, conv_bias, conv_recovery, filter_flip,  # noqa: F401
                     flatten_recovery, gemm_fusion, pool_recovery, resize_recovery)
+from passes import distinct_arguments, narrow_layout, special_batching  # noqa: F401
 
 DEFAULT_PIPELINE: list[str] = [
     # -- clean up what lowering wrote ------------------------------------
@@ -61,6 +62,16 @@ DEFAULT_PIPELINE: list[str] = [
     # into where.
     "if-sinking",
     "if-to-where",
+    # -- special functions -----------------------------------------------------
+    # A special function (hundreds of ONNX nodes) of constant data runs once
+    # per distinct data value; then independent calls of one function run
+    # once on their arguments concatenated.
+    "distinct-arguments",
+    "special-batching",
+    # -- layout ----------------------------------------------------------------
+    # [N, k] computations with a small k run as [k, N] (onnxruntime
+    # broadcasts one innermost span at a time).
+    "narrow-layout",
     # -- finish ------------------------------------------------------------
     "cse",
     "dce",

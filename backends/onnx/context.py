@@ -258,3 +258,16 @@ class FunctionContext(EmitContext):
     def initializer(self, array: np.ndarray, base: str) -> oir.Value:
         """A Constant node holding ``array`` (functions have no initializers)."""
         return self.op("Constant", value=oir.Tensor(np.asarray(array, order="C")))
+
+    @contextlib.contextmanager
+    def body(self) -> Iterator[list[oir.Node]]:
+        """``EmitContext.body``; the Constant nodes built inside the block are
+        nodes of the body, so they are not shared with code built after it
+        (constants built before it stay shared: a body reads outer values)."""
+        shared = self._consts
+        self._consts = dict(shared)
+        try:
+            with super().body() as nodes:
+                yield nodes
+        finally:
+            self._consts = shared

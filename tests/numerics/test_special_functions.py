@@ -188,6 +188,26 @@ def test_float64_within_bound(op):
     check(op, x, reference(op, x), run(op, x), np.float64)
 
 
+@pytest.mark.parametrize("op", ["gammaln", "gamma", "psi", "trigamma"])
+def test_positive_branch_equals_general_branch(op):
+    """Inputs that are all > 0 run the positive-only branch of the body's ``If``
+    (``special_f64.if_all_positive``): within the bound of the reference, and
+    bit-identical to the same points computed by the general branch (the
+    sweep holds negatives and NaN, so it takes the general one)."""
+    x = sweep(op)
+    positive = x[x > 0]
+    fast, general = run(op, positive), run(op, x)[x > 0]
+    np.testing.assert_array_equal(fast, general)
+    check(op, positive, reference(op, positive), fast, np.float64)
+    assert run(op, np.zeros(0)).shape == (0,)
+    # away from the zeros' series regions (|x - 1| < 0.2, 1.8 <= x < 2.2, |x - 1.4616| < 0.25),
+    # whose nodes an If then skips (special_f64.where_some)
+    far = positive[(np.abs(positive - 1) >= 0.25) & (np.abs(positive - 2) >= 0.25)
+                   & (np.abs(positive - 1.4616) >= 0.3)]
+    np.testing.assert_array_equal(run(op, far), general[np.isin(positive, far)])
+    check(op, far, reference(op, far), run(op, far), np.float64)
+
+
 @pytest.mark.parametrize("op", OPS)
 def test_float32_within_one_ulp(op):
     x64 = sweep(op)

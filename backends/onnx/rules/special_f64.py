@@ -49,7 +49,7 @@ import math
 
 import numpy as np
 
-from backends.onnx.rules.common import F64, copysign_one, sign_of, signbit
+from backends.onnx.rules.common import F64, I64, copysign_one, sign_of, signbit
 from backends.onnx.rules.mathfn import log1p
 from backends.onnx.rules.transcendental import (ERF_T, ERF_U, ERFC_P, ERFC_Q, ERFC_R, ERFC_S, atan_magnitude,
                                                 horner)
@@ -117,6 +117,51 @@ def is_integer(c, x):
     return c.op("Equal", c.op("Floor", x), x)
 
 
+def if_all_positive(c, x, positive, general):
+    """``positive(c, x)`` when every element of x is > 0 (none NaN; an empty x
+    counts as positive), else ``general(c, x)``: one ONNX ``If`` on
+    ``ReduceSum(Cast(Not(x > 0))) == 0``, so only the taken branch runs.
+    ``positive`` must equal ``general`` wherever x > 0 (it is the same
+    formula without the reflection and the pole/NaN cases): log-densities
+    and their gradients call gammaln/psi on positive arguments, where the
+    reflection half of the branch-free body would be computed and thrown away."""
+    bad = c.cast(c.op("Not", c.op("Greater", x, k(c, 0.0))), F64)
+    cond = c.op("Equal", c.op("ReduceSum", bad, keepdims=0), k(c, 0.0))
+    branches = {}
+    for role, build in (("then", positive), ("else", general)):
+        with c.body() as nodes:
+            out = c.op("Identity", build(c, x))
+        branches[role] = c.subgraph(nodes, [], [out], f"{role}_branch")
+    return c.op("If", cond, then_branch=branches["then"], else_branch=branches["else"])
+
+
+def where_some(c, cond, value, otherwise):
+    """``where(cond, value(c), otherwise)``, with ``value``'s nodes run only
+    when some element of ``cond`` holds (an ONNX ``If`` on
+    ``ReduceSum(Cast(cond)) > 0``): for the narrow regions (the series about
+    a zero of the function) that most arguments never enter."""
+    cond_any = c.op("Greater", c.op("ReduceSum", c.cast(cond, F64), keepdims=0), k(c, 0.0))
+    with c.body() as then_nodes:
+        then_out = c.op("Identity", where(c, cond, value(c), otherwise))
+    with c.body() as else_nodes:
+        else_out = c.op("Identity", otherwise)
+    return c.op("If", cond_any, then_branch=c.subgraph(then_nodes, [], [then_out], "then_branch"),
+                else_branch=c.subgraph(else_nodes, [], [else_out], "else_branch"))
+
+
+def steps(c, x, count: int, first: float = 0.0):
+    """``x[..., None] + (first, first + 1, ..., first + count - 1)``: the
+    arguments of a recurrence's steps on a new last axis, each one rounding
+    of x + j (one node instead of a chain of adds)."""
+    last = c.op("Unsqueeze", x, c.const([-1], I64))
+    return add(c, last, c.const(np.arange(first, first + count, dtype=np.float64), F64))
+
+
+def last_axis(c, op, t):
+    """``op`` (ReduceSum, ReduceProd) over the last axis, dropping it."""
+    return c.op(op, t, c.const([-1], I64), keepdims=0)
+
+
 # -- sin(pi x), cos(pi x) with exact argument reduction -----------------------------
 def sincospi(c, x):
     """``(sin(pi x), cos(pi x))`` to a few ulp for every finite x, NaN for
@@ -160,11 +205,12 @@ MAX_SHIFT = 10  # x in [3, 13): at most 10 exact steps down to [2, 3)
 
 def _shift_product(c, x, n):
     """``(x-1)(x-2)...(x-n)`` for n = 0..MAX_SHIFT (a float64 count); each
-    factor is exact, the product rounds once per step."""
-    z = k(c, 1.0)
-    for i in range(1, MAX_SHIFT + 1):
-        z = mul(c, z, where(c, ge(c, n, float(i)), sub(c, x, k(c, float(i))), k(c, 1.0)))
-    return z
+    factor is exact, the product rounds once per factor. The factors lie on
+    a last axis of MAX_SHIFT (1 where i > n) and one ReduceProd multiplies them."""
+    i = np.arange(1.0, MAX_SHIFT + 1)
+    factors = sub(c, c.op("Unsqueeze", x, c.const([-1], I64)), c.const(i, F64))
+    used = c.op("GreaterOrEqual", c.op("Unsqueeze", n, c.const([-1], I64)), c.const(i, F64))
+    return last_axis(c, "ReduceProd", where(c, used, factors, k(c, 1.0)))
 
 
 def _lgamma_23(c, t):
@@ -188,17 +234,26 @@ def lgamma_positive(c, x):
                         where(c, ge(c, xm, 1.0), c.op("Neg", log_x),
                               c.op("Neg", add(c, log_x, log1p(c, xm, F64))))))
     mid = add(c, log_z, _lgamma_23(c, t))
-    near1 = mul(c, poly(c, sub(c, xm, k(c, 1.0)), L1), sub(c, xm, k(c, 1.0)))
-    near2 = mul(c, poly(c, sub(c, xm, k(c, 2.0)), L2), sub(c, xm, k(c, 2.0)))
-    d1 = c.op("Abs", sub(c, xm, k(c, 1.0)))
-    mid = where(c, lt(c, d1, 0.2), near1, mid)
-    mid = where(c, c.op("And", ge(c, xm, 1.8), lt(c, xm, 2.2)), near2, mid)
+    mid = where_some(c, lt(c, c.op("Abs", sub(c, xm, k(c, 1.0))), 0.2),
+                     lambda c: mul(c, poly(c, sub(c, xm, k(c, 1.0)), L1), sub(c, xm, k(c, 1.0))), mid)
+    mid = where_some(c, c.op("And", ge(c, xm, 1.8), lt(c, xm, 2.2)),
+                     lambda c: mul(c, poly(c, sub(c, xm, k(c, 2.0)), L2), sub(c, xm, k(c, 2.0))), mid)
     return where(c, ge(c, x, 13.0), stirling, mid)
 
 
 def gammaln(c, x):
     """``scipy.special.gammaln``: +inf at 0, the negative integers and +-inf;
-    reflection ``log(pi / |sin(pi x)|) - lgamma(1 - x)`` for x < 0."""
+    reflection ``log(pi / |sin(pi x)|) - lgamma(1 - x)`` for x < 0. Only the
+    positive half runs when every x is > 0 (``if_all_positive``)."""
+    return if_all_positive(c, x, _gammaln_positive_only, _gammaln_any)
+
+
+def _gammaln_positive_only(c, x):
+    """``gammaln`` for x > 0 (the general form's value there)."""
+    return where(c, tiny(c, x), c.op("Neg", c.op("Log", x)), lgamma_positive(c, x))
+
+
+def _gammaln_any(c, x):
     pos = lgamma_positive(c, c.op("Abs", x))
     s, _ = sincospi(c, x)
     one_minus = sub(c, k(c, 1.0), x)
@@ -237,7 +292,17 @@ def gamma_positive(c, x):
 
 def gamma(c, x):
     """``scipy.special.gamma``: reflection ``pi / (sin(pi x) Gamma(1 - x))``
-    for x < 0; +-inf at +-0, NaN at the negative integers and -inf."""
+    for x < 0; +-inf at +-0, NaN at the negative integers and -inf. Only the
+    positive half runs when every x is > 0 (``if_all_positive``)."""
+    return if_all_positive(c, x, _gamma_positive_only, _gamma_any)
+
+
+def _gamma_positive_only(c, x):
+    """``gamma`` for x > 0 (the general form's value there)."""
+    return where(c, tiny(c, x), sub(c, div(c, k(c, 1.0), x), k(c, EULER)), gamma_positive(c, x))
+
+
+def _gamma_any(c, x):
     pos = gamma_positive(c, c.op("Abs", x))
     s, _ = sincospi(c, x)
     neg = div(c, k(c, PI), mul(c, s, gamma_positive(c, c.op("Max", sub(c, k(c, 1.0), x), k(c, 1.0)))))
@@ -275,14 +340,13 @@ def _root_series(c, x, root, coef):
 
 def _shift_up(c, x, term):
     """``(x + m, sum_{i<m} term(x + i))`` with m the number of unit steps that
-    bring x (>= 0) to >= RECURRENCE (at most RECURRENCE steps)."""
-    total = k(c, 0.0)
-    cur = x
-    for _ in range(RECURRENCE):
-        low = lt(c, cur, float(RECURRENCE))
-        total = add(c, total, where(c, low, term(cur), k(c, 0.0)))
-        cur = where(c, low, add(c, cur, k(c, 1.0)), cur)
-    return cur, total
+    bring x (>= 0) to >= RECURRENCE (at most RECURRENCE steps). The steps
+    ``x + i`` lie on a last axis (``steps``); one ReduceSum adds the terms."""
+    cur = steps(c, x, RECURRENCE)
+    low = lt(c, cur, float(RECURRENCE))
+    total = last_axis(c, "ReduceSum", where(c, low, term(cur), k(c, 0.0)))
+    m = last_axis(c, "ReduceSum", c.cast(low, F64))
+    return add(c, x, m), total
 
 
 def psi_positive(c, x):
@@ -295,12 +359,22 @@ def psi_positive(c, x):
     asym = where(c, c.op("IsInf", cur), cur, asym)
     y = sub(c, asym, total)
     near = lt(c, c.op("Abs", sub(c, x, k(c, PSI_ROOT[0]))), 0.25)
-    return where(c, near, _root_series(c, x, PSI_ROOT, PSI_ROOT_COEF), y)
+    return where_some(c, near, lambda c: _root_series(c, x, PSI_ROOT, PSI_ROOT_COEF), y)
 
 
 def psi(c, x):
     """``scipy.special.psi``: reflection ``psi(1-x) - pi cos(pi x)/sin(pi x)``
-    for x < 0; -inf at +0, +inf at -0, NaN at negative integers and -inf."""
+    for x < 0; -inf at +0, +inf at -0, NaN at negative integers and -inf.
+    Only the positive half runs when every x is > 0 (``if_all_positive``)."""
+    return if_all_positive(c, x, _psi_positive_only, _psi_any)
+
+
+def _psi_positive_only(c, x):
+    """``psi`` for x > 0 (the general form's value there)."""
+    return where(c, tiny(c, x), sub(c, c.op("Neg", div(c, k(c, 1.0), x)), k(c, EULER)), psi_positive(c, x))
+
+
+def _psi_any(c, x):
     pos = psi_positive(c, x)
     s, co = sincospi(c, x)
     neg = sub(c, psi_positive(c, c.op("Max", sub(c, k(c, 1.0), x), k(c, 1.0))), div(c, mul(c, k(c, PI), co), s))
@@ -326,7 +400,17 @@ def trigamma_positive(c, x):
 
 def trigamma(c, x):
     """``scipy.special.polygamma(1, x)``: reflection ``pi^2 / sin^2(pi x) -
-    trigamma(1 - x)`` for x < 0; +inf at 0, the negative integers and -inf."""
+    trigamma(1 - x)`` for x < 0; +inf at 0, the negative integers and -inf.
+    Only the positive half runs when every x is > 0 (``if_all_positive``)."""
+    return if_all_positive(c, x, _trigamma_positive_only, _trigamma_any)
+
+
+def _trigamma_positive_only(c, x):
+    """``trigamma`` for x > 0 (the general form's value there)."""
+    return where(c, c.op("Equal", x, k(c, np.inf)), k(c, 0.0), trigamma_positive(c, x))
+
+
+def _trigamma_any(c, x):
     pos = trigamma_positive(c, x)
     s, _ = sincospi(c, x)
     ps = mul(c, s, k(c, 1.0 / PI))

@@ -507,13 +507,7 @@ def refine(d: Dim, bounds: Bounds) -> Dim:
     the bounds hold."""
     if not bounds or d is None or isinstance(d, (int, str)):
         return d
-    out: Dim = d.const
-    for m, c in d.terms:
-        term: Dim = c
-        for a in m:
-            term = mul(term, _refine_atom(a, bounds))
-        out = add(out, term)
-    return out
+    return _map_atoms(d, lambda a: _refine_atom(a, bounds))
 
 
 def _refine_atom(a: Atom, bounds: Bounds) -> Dim:
@@ -583,11 +577,17 @@ def substitute(d: Dim, mapping: Mapping[str, Dim]) -> Dim:
         return d
     if isinstance(d, str):
         return mapping.get(d, d)
+    return _map_atoms(d, lambda a: _substitute_atom(a, mapping))
+
+
+def _map_atoms(d, atom: Callable) -> Dim:
+    """The polynomial ``d`` rebuilt with each atom ``a`` replaced by
+    ``atom(a)``, simplified again."""
     out: Dim = d.const
     for m, c in d.terms:
         term: Dim = c
         for a in m:
-            term = mul(term, _substitute_atom(a, mapping))
+            term = mul(term, atom(a))
         out = add(out, term)
     return out
 

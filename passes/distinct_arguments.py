@@ -105,6 +105,8 @@ class DistinctArguments(Pass):
     name = "distinct-arguments"
 
     def run(self, graph: Graph) -> bool:
+        if not any(graph.op_count(op) for op in UNARY_SPECIAL):  # no node visited when absent
+            return False
         calls = [n for n in graph if n.op in UNARY_SPECIAL and (n.inputs[0].type.size or 0) > 1]
         reserved = nested_names(graph) if calls else set()
         changed = False

@@ -9,7 +9,7 @@ from passes import shape_folding, shape_inference  # noqa: F401
 from passes import cumulative_scan, if_sinking, if_to_where, scan_unroll  # noqa: F401
 from passes import (activations, batchnorm_folding, conv_bias, conv_recovery, filter_flip,  # noqa: F401
                     flatten_recovery, gemm_fusion, pool_recovery, resize_recovery)
-from passes import distinct_arguments, narrow_layout, special_batching  # noqa: F401
+from passes import conv_slicing, distinct_arguments, narrow_layout, special_batching  # noqa: F401
 
 DEFAULT_PIPELINE: list[str] = [
     # -- clean up what lowering wrote ------------------------------------
@@ -57,6 +57,8 @@ DEFAULT_PIPELINE: list[str] = [
     # flatten is the gemm's 2-D operand).
     "flatten-recovery",
     "gemm-fusion",
+    # Channel slices of a conv (CSP blocks' chunk) -> convs of kernel slices.
+    "conv-slicing",
     # -- conditionals --------------------------------------------------------
     # Sink branch-only work into the branches, then turn cheap, safe ifs
     # into where.

@@ -168,14 +168,16 @@ def test_matmul_within_the_dot_product_bound(dtype):
     assert got.dtype == np.dtype(dtype) and (np.abs(got - exact) <= bound).all()
 
 
+@pytest.mark.parametrize("axis", [-1, 0], ids=["innermost", "outer"])  # ONNX Softmax / the formula
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_softmax_and_log_softmax_within_bound(dtype):
+def test_softmax_and_log_softmax_within_bound(dtype, axis):
     x = pt.matrix("x", dtype=dtype)
     v = (RNG.standard_normal((6, 50)) * np.array([0.1, 1, 10, 30, 80, 300])[:, None]).astype(dtype)
-    sm, lsm = compiled_run([x], [pt.special.softmax(x, axis=-1), pt.special.log_softmax(x, axis=-1)], [v])
+    v = v if axis == -1 else np.ascontiguousarray(v.T)
+    sm, lsm = compiled_run([x], [pt.special.softmax(x, axis=axis), pt.special.log_softmax(x, axis=axis)], [v])
     w = v.astype(np.longdouble)
-    w = w - w.max(axis=-1, keepdims=True)
-    ref_lsm = (w - np.log(np.exp(w).sum(axis=-1, keepdims=True))).astype(dtype)
+    w = w - w.max(axis=axis, keepdims=True)
+    ref_lsm = (w - np.log(np.exp(w).sum(axis=axis, keepdims=True))).astype(dtype)
     ref_sm = np.exp(ref_lsm.astype(np.longdouble)).astype(dtype)
     eps = np.finfo(dtype).eps
     for got, ref in ((sm, ref_sm), (lsm, ref_lsm)):

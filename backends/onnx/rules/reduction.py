@@ -247,11 +247,20 @@ def softmax(ctx, node, x):
     LogSoftmax gets lanes whose max is NaN or infinite set to NaN, as in
     NumPy; the other kernels do that already). float16: NumPy
     rounds to float16 after every step, so the IR formula is emitted step
-    by step, each op in float32 and rounded (``_softmax_f16``)."""
+    by step, each op in float32 and rounded (``_softmax_f16``).
+
+    Along an axis that is not the innermost one (some later dim is not 1),
+    float32/float64 are the formula too (``_softmax_formula``):
+    onnxruntime's Softmax/LogSoftmax transpose the axis inwards and back
+    and run one short row at a time (YOLO's DFL softmax over 16 bins of a
+    (1, 16, 4, 2100) tensor: 1.7 ms against 0.2 ms for the formula)."""
     dtype = node.inputs[0].dtype
+    shape = node.inputs[0].shape
     axis = normalize_axis(node.attrs["axis"], node.inputs[0].rank, node.op)
     if dtype == F16:
         return _softmax_f16(ctx, x, axis, log=node.op == "log_softmax")
+    if any(d != 1 for d in shape[axis + 1:]):
+        return _softmax_formula(ctx, x, axis, log=node.op == "log_softmax")
     y = ctx.op("Softmax" if node.op == "softmax" else "LogSoftmax", x, axis=axis)
     if node.op == "softmax" or dtype != F64:
         return y
@@ -262,6 +271,22 @@ def softmax(ctx, node, x):
     bad = ctx.op("Or", ctx.op("IsNaN", top), ctx.op("IsInf", top))
     bad = ctx.op("Or", bad, _any_nan(ctx, x, ctx.const(np.array([axis]), I64), 1))
     return ctx.op("Where", bad, ctx.const(np.nan, dtype), y)
+
+
+def _softmax_formula(ctx, x, axis, log):
+    """``e = exp(x - max); e / sum(e)`` or ``z = x - max; z - log(sum(exp(z)))``
+    along ``axis``, the formula PyTensor's Softmax/LogSoftmax compute, in the
+    input's dtype (float32/float64), so NaN, +inf and -inf land where NumPy
+    puts them: a lane holding NaN or +inf, or only -inf, has a NaN in
+    ``x - max`` (whatever ReduceMax does with NaN), so its sum and every
+    element are NaN; a -inf element gives 0 (-inf for log). Values: within
+    the softmax bound of the numerics contract (Exp/Log within 4 ulp, a sum
+    of positive terms)."""
+    axes = ctx.const(np.array([axis]), I64)
+    z = ctx.op("Sub", x, ctx.op("ReduceMax", x, axes, keepdims=1))
+    e = ctx.op("Exp", z)
+    total = ctx.op("ReduceSum", e, axes, keepdims=1)
+    return ctx.op("Sub", z, ctx.op("Log", total)) if log else ctx.op("Div", e, total)
 
 
 def _softmax_f16(ctx, x, axis, log):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -76,8 +77,10 @@ def test_usage_error_exits_2(capsys):
 
 
 def test_python_m_compiler_cli_lists_the_pipeline(tmp_path):
+    # the checkout under test first on the path (the editable install may point at another worktree)
+    env = {**os.environ, "PYTHONPATH": str(Path(passes.base.__file__).resolve().parents[1])}
     proc = subprocess.run([sys.executable, "-m", "compiler.cli", "passes"], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120)
+                          cwd=tmp_path, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-len(DEFAULT_PIPELINE):] == [
         f"  {i}. {name}" for i, name in enumerate(DEFAULT_PIPELINE, 1)]

@@ -30,7 +30,8 @@ from tests.helpers import pytensor_reference
 # op family -> bound (the contract's table). "ulp": units in the last place of
 # the reference value; "eps": multiples of the dtype's machine epsilon.
 BOUNDS = {
-    "elementary": "4 ulp (tan, tanh: 6 ulp) of NumPy; float64 also within 1 ulp more of mpmath",
+    "elementary": "4 ulp (tan, tanh: 6 ulp; float32 tanh: or 2^-140 absolute) of NumPy; float64 also within "
+                  "1 ulp more of mpmath",
     "sum": "|error| <= n eps sum(|x|) (n summands)",
     "matmul": "|error| <= k eps (|A| |B|) elementwise (k: inner dimension)",
     "softmax": "8 ulp + 4 eps absolute per element",
@@ -39,6 +40,9 @@ BOUNDS = {
 }
 ULPS = {"exp": 4, "log": 4, "log1p": 4, "expm1": 4, "sqrt": 0, "sin": 4, "cos": 4, "tan": 6, "tanh": 6,
         "arctan": 4, "arcsinh": 4, "sigmoid": 4, "softplus": 4, "erf": 4, "exp2": 4, "log2": 4, "log10": 4}
+# (function, dtype) -> absolute error allowed besides the ulp bound: onnxruntime's float32 Tanh
+# (MLAS) loses relative accuracy below |x| = 2^-118 (104 ulp = 1.5e-43 at x = 2^-126).
+ABSOLUTE_FLOOR = {("tanh", "float32"): 2.0**-140}
 FUNCS = {"exp": pt.exp, "log": pt.log, "log1p": pt.log1p, "expm1": pt.expm1, "sqrt": pt.sqrt, "sin": pt.sin,
          "cos": pt.cos, "tan": pt.tan, "tanh": pt.tanh, "arctan": pt.arctan, "arcsinh": pt.arcsinh,
          "sigmoid": pt.sigmoid, "softplus": pt.softplus, "erf": pt.erf, "exp2": pt.exp2, "log2": pt.log2,
@@ -62,7 +66,9 @@ def domain_values(dtype) -> np.ndarray:
     with np.errstate(over="ignore"):
         x = np.concatenate([SPECIAL, RNG.uniform(-10, 10, 400), 10 ** RNG.uniform(-30, 30, 300),
                             -(10 ** RNG.uniform(-30, 30, 300)), RNG.uniform(-1e-3, 1e-3, 100)])
-        return x.astype(dtype)
+        tiny = np.finfo(dtype).tiny  # the smallest normal numbers: the kernels' polynomials near underflow
+        near_underflow = np.geomspace(tiny, tiny * 2.0**12, 200)
+        return np.concatenate([x.astype(dtype), near_underflow.astype(dtype), -near_underflow.astype(dtype)])
 
 
 def ulp_error(got, want) -> np.ndarray:
@@ -112,6 +118,8 @@ def test_elementary_within_few_ulp_of_numpy(elementary, name):
     assert_special_values_exact(got[name], want, name)
     finite = np.isfinite(want) & (np.abs(want) >= np.finfo(dtype).tiny)  # ulps of subnormals are not relative
     err = ulp_error(got[name][finite], want[finite])
+    floor = ABSOLUTE_FLOOR.get((name, dtype), 0.0)
+    err[np.abs(got[name][finite].astype(np.float64) - want[finite]) <= floor] = 0.0
     assert err.max() <= ULPS[name], f"{name} {dtype}: {err.max()} ulp at x={x[finite][err.argmax()]}"
 
 

@@ -110,6 +110,25 @@ def as_step(node: Node) -> tuple[Value, Step] | None:
     return found[0] if found else None
 
 
+def may_be_step(node: Node) -> bool:
+    """A cheap necessary condition of ``as_step(node)``: one output of rank
+    >= 2 and an input that can be per-channel (rank at most the output's,
+    at most one dim other than 1: ``is_per_channel`` allows a non-1 dim on
+    the channel axis only). Reads shapes only, so a graph of elementwise
+    steps on whole tensors (no per-channel operand) costs a few tuple reads
+    per node."""
+    if len(node.outputs) != 1:
+        return False
+    rank = len(node.outputs[0].type.shape)
+    if rank < 2:
+        return False
+    for v in node._inputs:
+        shape = v.type.shape
+        if len(shape) <= rank and len(shape) - shape.count(1) <= 1:
+            return True
+    return False
+
+
 def walk(root: Node) -> tuple[Value, list[Step]]:
     """The chain ending at ``root``: its input value and its steps, first step first."""
     x, steps, node = root.output, [], root
@@ -352,7 +371,7 @@ def fold_chain(rw: Rewriter, m: Match) -> Value | str:
 
 RULES = RuleSet([
     # (conv(x) - mean) / sd * gamma + beta -> conv(x) with folded weights, or batch_norm(x)
-    *(Rule("channel-affine-chain", Op(op, Var(), Var()), fold_chain, guard=lambda n: as_step(n) is not None)
+    *(Rule("channel-affine-chain", Op(op, Var(), Var()), fold_chain, guard=lambda n: may_be_step(n) and as_step(n) is not None)
       for op in STEP_OPS),
 ])
 

@@ -545,10 +545,27 @@ class _ActiveRules:
             self._update()
 
     def _update(self) -> None:
-        self.by_op: dict[str, list[tuple[Rule, frozenset[str]]]] = {}
+        self.by_op: dict[str, list[tuple[Rule, frozenset[str], Callable[[Node], bool]]]] = {}
         for rule in self.rules:
             if self.ops is None or rule.possible(self.ops):
-                self.by_op.setdefault(rule.pattern.op, []).append((rule, _child_ops(rule.pattern)))
+                check = _skeletons.get(id(rule))
+                if check is None or check[0] is not rule:
+                    check = _skeletons[id(rule)] = (rule, _skeleton_check(rule))
+                self.by_op.setdefault(rule.pattern.op, []).append((rule, _child_ops(rule.pattern), check[1]))
+
+
+_skeletons: dict[int, tuple[Rule, Callable[[Node], bool]]] = {}  # id(rule) -> (rule, its skeleton check)
+
+
+def _skeleton_check(rule: Rule) -> Callable[[Node], bool]:
+    """``rule``'s quick pre-match test on a root node: its ``guard`` (if
+    any), then ``_compile_node`` of its pattern, compiled once into
+    closures so that a node costs a few attribute reads per pattern level."""
+    skeleton = _compile_node(rule.pattern, SKELETON_DEPTH)
+    guard = rule.guard
+    if guard is None:
+        return skeleton
+    return lambda node: guard(node) and skeleton(node)
 
 
 def _apply_in(graph: Graph, by_op: set[str], active: _ActiveRules, trace: list[Miss] | None,
@@ -557,8 +574,8 @@ def _apply_in(graph: Graph, by_op: set[str], active: _ActiveRules, trace: list[M
     new constants avoid the ``reserved`` names. ``by_op``: every rule's root
     op (the nodes visited); ``active``: the rules that may match."""
     # Without a trace or debug log, a rule whose pattern's skeleton (ops,
-    # arities, constants; two levels deep) cannot fit is skipped before the
-    # full match builds its reasons for missing.
+    # arities, constants; two levels deep; ``_compile_node``) cannot fit is
+    # skipped before the full match builds its reasons for missing.
     quick = trace is None and not log.isEnabledFor(logging.DEBUG)
     rw = Rewriter(graph, reserved)
     outputs = set(graph.outputs)  # kept up to date: only replace_all_uses below changes them
@@ -575,9 +592,8 @@ def _apply_in(graph: Graph, by_op: set[str], active: _ActiveRules, trace: list[M
         rules_here = active.by_op.get(node.op, ())
         if quick and rules_here:
             have = {v.producer.op for v in node._inputs if v.producer is not None}
-        for rule, needs in rules_here:
-            if quick and not (needs <= have and (rule.guard is None or rule.guard(node))
-                              and _may_match_node(rule.pattern, node, SKELETON_DEPTH)):
+        for rule, needs, may_match in rules_here:
+            if quick and not (needs <= have and may_match(node)):
                 continue
             if session is not None and not session.allows():
                 return changed  # the opt-bisect budget is spent
@@ -612,42 +628,61 @@ def _apply_in(graph: Graph, by_op: set[str], active: _ActiveRules, trace: list[M
 SKELETON_DEPTH = 2  # pattern levels below the root the quick check looks at
 
 
-def _may_match_node(p: "Op", node: Node, depth: int) -> bool:
-    """False only if ``p`` surely cannot match ``node``: a wrong output count
-    or arity, or (``depth`` levels down) an input pattern that needs a
-    producer op or a constant the input does not have. Ignores bindings,
-    attributes, inner constraints and single use, so it never rejects a
-    match (the root's ``where`` is checked: it reads only the node)."""
-    n_in = len(node._inputs)
-    if len(node.outputs) != 1 or (n_in != len(p.inputs) and (p.rest is None or n_in < len(p.inputs))):
-        return False
-    if depth == SKELETON_DEPTH and p.where is not None and not p.where(node):
-        return False  # the root's own constraint (it reads no bindings)
-    if depth == 0:
-        return True
-    values = node._inputs
-    if all(_may_match_value(q, v, depth - 1) for q, v in zip(p.inputs, values)):
-        return True
-    return (len(p.inputs) == 2 and p.rest is None and get_op(p.op).commutative
-            and _may_match_value(p.inputs[0], values[1], depth - 1)
-            and _may_match_value(p.inputs[1], values[0], depth - 1))
+def _compile_node(p: "Op", depth: int) -> Callable[[Node], bool]:
+    """A test ``check(node)`` that is False only if ``p`` surely cannot match
+    ``node``: a wrong output count or arity, or (``depth`` levels down) an
+    input pattern that needs a producer op or a constant the input does not
+    have. Ignores bindings, attributes, inner constraints and single use, so
+    it never rejects a match (the root's ``where`` is checked: it reads only
+    the node). Built once per pattern as closures, so a node costs a few
+    attribute reads per pattern level."""
+    n = len(p.inputs)
+    variadic = p.rest is not None
+    where = p.where if depth == SKELETON_DEPTH else None
+    checks = [_compile_value(q, depth - 1) for q in p.inputs] if depth > 0 else []
+    if all(c is None for c in checks):
+        checks = []
+    swap = bool(checks) and n == 2 and not variadic and get_op(p.op).commutative
+    first, second = (checks + [None, None])[:2]
+
+    def check(node: Node) -> bool:
+        values = node._inputs
+        k = len(values)
+        if len(node.outputs) != 1 or (k != n and (not variadic or k < n)):
+            return False
+        if where is not None and not where(node):
+            return False
+        if not checks:
+            return True
+        if all(c is None or c(v) for c, v in zip(checks, values)):
+            return True
+        return swap and (first is None or first(values[1])) and (second is None or second(values[0]))
+
+    return check
+
+
+def _compile_value(p: Pattern, depth: int) -> Callable[[Value], bool] | None:
+    """The value-level part of ``_compile_node``: a test on an input value
+    (an ``Op`` needs that producer op, a ``Const`` a constant, an ``AnyOf``
+    one alternative), or None when every value may match (``Var``, or a
+    pattern class this check does not know)."""
+    if isinstance(p, Op):
+        op, node_check = p.op, _compile_node(p, depth)
+        return lambda v: v.producer is not None and v.producer.op == op and node_check(v.producer)
+    if isinstance(p, Const):
+        return lambda v: v.const is not None
+    if isinstance(p, AnyOf):
+        alternatives = [_compile_value(q, depth) for q in p.alternatives]
+        if any(a is None for a in alternatives):
+            return None
+        return lambda v: any(a(v) for a in alternatives)
+    return None
 
 
 def _child_ops(p: "Op") -> frozenset[str]:
     """The ops that must produce some input of a node ``p`` matches (its
     direct ``Op`` children; ``AnyOf`` and the rest are not required)."""
     return frozenset(q.op for q in p.inputs if isinstance(q, Op))
-
-
-def _may_match_value(p: Pattern, value: Value, depth: int) -> bool:
-    if isinstance(p, Op):
-        producer = value.producer
-        return producer is not None and producer.op == p.op and _may_match_node(p, producer, depth)
-    if isinstance(p, Const):
-        return value.const is not None
-    if isinstance(p, AnyOf):
-        return any(_may_match_value(q, value, depth) for q in p.alternatives)
-    return True  # Var, or a pattern class this check does not know
 
 
 def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None, outputs: set[Value],

@@ -144,11 +144,17 @@ class Node:
         if not isinstance(value, Value):
             raise TypeError(f"input of {self.op} must be a Value, got {type(value).__name__}")
         use = Use(self, len(self._inputs))
+        if self.graph is not None and self.graph._changed is not None:
+            self.graph._changed[self] = None
         self._inputs += (value,)
         value._uses[use] = None
 
     def set_input(self, index: int, value: Value) -> None:
-        """Make input ``index`` read ``value``, updating both use lists."""
+        """Make input ``index`` read ``value``, updating both use lists (and
+        the graph's change record, ``Graph.track_changes``)."""
+        graph = self.graph
+        if graph is not None and graph._changed is not None:
+            graph._changed[self] = None
         old = self._inputs[index]
         del old._uses[Use(self, index)]
         self._inputs = self._inputs[:index] + (value,) + self._inputs[index + 1:]
@@ -209,6 +215,7 @@ class Graph:
         # least value), stated by rewrites whose replacement needs them (a valid conv's H >= k);
         # types and shape facts are refined by them. Not printed: losing them loses precision only.
         self.size_bounds: tuple = ()
+        self._changed: dict[Node, None] | None = None  # see ``track_changes``
 
     # -- inputs, outputs, constants ---------------------------------------
     def add_input(self, type: TensorType, name: str) -> Value:
@@ -300,6 +307,25 @@ class Graph:
                 for sub in node.subgraphs.values():
                     names |= sub.op_names()
         return names
+
+    def track_changes(self) -> None:
+        """Start (or restart) recording the nodes of this graph (top level)
+        that are inserted or get a new input through the mutation API, for
+        passes that redo only what changed (``shape-inference``'s second
+        run). Code that changes a value's type outside ``shape-inference``
+        calls ``forget_changes``."""
+        self._changed = {}
+
+    def forget_changes(self) -> None:
+        """Stop recording (``changed_nodes`` is None until ``track_changes``):
+        a change the record cannot describe happened (types refined in place)."""
+        self._changed = None
+
+    def changed_nodes(self) -> list[Node] | None:
+        """The nodes inserted or given a new input since ``track_changes``
+        (some may have been erased since), or None when nothing is being
+        recorded. O(their number)."""
+        return None if self._changed is None else list(self._changed)
 
     def create_node(self, op: str, inputs: Sequence[Value], attrs: dict[str, Any] | None = None,
                     output_types: Sequence[TensorType] | None = None, *,
@@ -438,6 +464,8 @@ class Graph:
             nxt._prev = node
         self._num_nodes += 1
         self._op_counts[node.op] = self._op_counts.get(node.op, 0) + 1
+        if self._changed is not None:
+            self._changed[node] = None
         if node.subgraphs:
             self._nested[node] = None
 

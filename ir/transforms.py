@@ -55,6 +55,7 @@ def refine_types(graph: Graph, bounds: sym.Bounds) -> None:
     its end (a node needs them, or fails). Linear in the graph's size."""
     if not bounds:
         return
+    graph.forget_changes()  # types change in place: an incremental shape-inference must redo everything
     for node in graph:
         for v in node.outputs:
             shape = v.type.shape

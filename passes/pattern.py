@@ -165,6 +165,8 @@ def all_equal(array: np.ndarray, scalar) -> bool:
     flat = array.reshape(-1)
     if flat.size == 0 or not bool(flat[0] == scalar):
         return False
+    if flat.size == 1:
+        return True
     step = 1 << 16
     return all(bool(np.all(flat[i:i + step] == scalar)) for i in range(0, flat.size, step))
 
@@ -633,12 +635,13 @@ def _compile_node(p: "Op", depth: int) -> Callable[[Node], bool]:
     ``node``: a wrong output count or arity, or (``depth`` levels down) an
     input pattern that needs a producer op or a constant the input does not
     have. Ignores bindings, attributes, inner constraints and single use, so
-    it never rejects a match (the root's ``where`` is checked: it reads only
-    the node). Built once per pattern as closures, so a node costs a few
+    it never rejects a match (the root's ``where`` and ``attrs`` are checked:
+    they read only the node). Built once per pattern as closures, so a node costs a few
     attribute reads per pattern level."""
     n = len(p.inputs)
     variadic = p.rest is not None
     where = p.where if depth == SKELETON_DEPTH else None
+    attrs = tuple(p.attrs.items()) if depth == SKELETON_DEPTH else ()
     checks = [_compile_value(q, depth - 1) for q in p.inputs] if depth > 0 else []
     if all(c is None for c in checks):
         checks = []
@@ -652,6 +655,10 @@ def _compile_node(p: "Op", depth: int) -> Callable[[Node], bool]:
             return False
         if where is not None and not where(node):
             return False
+        for key, want in attrs:
+            have = node.attrs.get(key)
+            if not (want(have) if callable(want) else have == want):
+                return False
         if not checks:
             return True
         if all(c is None or c(v) for c, v in zip(checks, values)):
@@ -701,11 +708,13 @@ def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None, outputs
         if why is not None and session is not None:  # the pattern matched, the rewrite declined
             session.note_declined(rule.name, why)
     if why is not None:
-        label = f"{node.op} -> %{node.output.name or '?'}"
-        log.debug("rule %s (%s) did not fire on %s: %s", rule.name, rule.defined_at, label, why)
-        if trace is not None:
-            trace.append(Miss(rule.name, label, why))
-        erase_dead(rw.graph, reversed(rw.created), outputs)
+        if trace is not None or log.isEnabledFor(logging.DEBUG):
+            label = f"{node.op} -> %{node.output.name or '?'}"
+            log.debug("rule %s (%s) did not fire on %s: %s", rule.name, rule.defined_at, label, why)
+            if trace is not None:
+                trace.append(Miss(rule.name, label, why))
+        if rw.created:
+            erase_dead(rw.graph, reversed(rw.created), outputs)
         for c in rw.created_constants:
             if not c.num_uses:
                 rw.graph.remove_constant(c)

@@ -156,14 +156,14 @@ class Node:
         if graph is not None and graph._changed is not None:
             graph._changed[self] = None
         old = self._inputs[index]
-        del old._uses[Use(self, index)]
+        del old._uses[(self, index)]  # a plain tuple hashes and compares as the Use
         self._inputs = self._inputs[:index] + (value,) + self._inputs[index + 1:]
         value._uses[Use(self, index)] = None
 
     def drop_inputs(self) -> None:
         """Remove this node from the use lists of all its inputs."""
         for i, v in enumerate(self._inputs):
-            v._uses.pop(Use(self, i), None)
+            v._uses.pop((self, i), None)  # a plain tuple hashes and compares as the Use
         self._inputs = ()
 
     def __repr__(self) -> str:
@@ -380,7 +380,7 @@ class Graph:
         """
         self._check_owned(node)
         for out in node.outputs:
-            if out.num_uses or out in self.outputs:
+            if out._uses or out in self._output_set:
                 raise ValueError(f"cannot erase {node.op}: output %{out.name or '?'} is still used")
         node.drop_inputs()
         self._unlink(node)

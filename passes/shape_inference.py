@@ -117,15 +117,19 @@ def infer_shapes(graph: Graph, root: Graph, values: ShapeValues) -> bool:
 
 def _infer_node(node: Node, root: Graph, values: ShapeValues) -> bool:
     opdef = get_op(node.op)
-    consts = [v.const for v in node.inputs]
+    inputs = node._inputs
+    consts = [v.const for v in inputs]
     if opdef.symbolic_inputs:
-        consts = [c if c is not None else values.array(v) for c, v in zip(consts, node.inputs)]
+        consts = [c if c is not None else values.array(v) for c, v in zip(consts, inputs)]
     try:
-        inferred = opdef.infer_types([v.type for v in node.inputs], node.attrs, consts, node.subgraphs)
+        inferred = opdef.infer_types([v.type for v in inputs], node.attrs, consts, node.subgraphs)
     except OpError as e:
         raise _error(node, root, f"the type rule rejects the inputs once their shapes are known: {e}") from None
+    outputs = node.outputs
+    if len(outputs) == 1 and len(inferred) == 1 and outputs[0].type == inferred[0]:
+        return False  # the common case: nothing to refine
     changed = False
-    for i, (out, want) in enumerate(zip(node.outputs, inferred, strict=True)):
+    for i, (out, want) in enumerate(zip(outputs, inferred, strict=True)):
         refined = _refine(out.type, want)
         if refined is None:
             raise _error(node, root, f"output {i} is declared {out.type} but its inputs give {want}")

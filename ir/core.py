@@ -25,6 +25,9 @@ class Use(NamedTuple):
     index: int
 
 
+_use = tuple.__new__  # ``_use(Use, (node, index))``: a Use without NamedTuple's Python-level __new__
+
+
 class Origin(NamedTuple):
     """Where an IR node came from: the PyTensor op (as printed; None when
     unknown) and the user's source line (``file:line (code)``, from the
@@ -117,7 +120,7 @@ class Node:
         for i, v in enumerate(inputs):
             if not isinstance(v, Value):
                 raise TypeError(f"input of {self.op} must be a Value, got {type(v).__name__}")
-            v._uses[Use(self, i)] = None
+            v._uses[_use(Use, (self, i))] = None
         self._inputs = tuple(inputs)
 
     @property
@@ -143,7 +146,7 @@ class Node:
     def _add_input(self, value: Value) -> None:
         if not isinstance(value, Value):
             raise TypeError(f"input of {self.op} must be a Value, got {type(value).__name__}")
-        use = Use(self, len(self._inputs))
+        use = _use(Use, (self, len(self._inputs)))
         if self.graph is not None and self.graph._changed is not None:
             self.graph._changed[self] = None
         self._inputs += (value,)
@@ -158,7 +161,7 @@ class Node:
         old = self._inputs[index]
         del old._uses[(self, index)]  # a plain tuple hashes and compares as the Use
         self._inputs = self._inputs[:index] + (value,) + self._inputs[index + 1:]
-        value._uses[Use(self, index)] = None
+        value._uses[_use(Use, (self, index))] = None
 
     def drop_inputs(self) -> None:
         """Remove this node from the use lists of all its inputs."""

@@ -118,4 +118,6 @@ class ConstantFolding(Pass):
 def _const_name(hint: str) -> str:
     """A constant name from a value's name hint: characters outside
     ``[A-Za-z0-9_.]`` become ``_``."""
+    if hint.isascii() and hint.replace("_", "a").replace(".", "a").isalnum():
+        return hint  # already a valid name: no regular expression
     return re.sub(r"[^A-Za-z0-9_.]", "_", hint) or "const"

@@ -591,12 +591,16 @@ def _apply_in(graph: Graph, by_op: set[str], active: _ActiveRules, trace: list[M
         queued.discard(node)
         if node.graph is not graph:
             continue
-        rules_here = active.by_op.get(node.op, ())
-        if quick and rules_here:
-            have = {v.producer.op for v in node._inputs if v.producer is not None}
-        for rule, needs, may_match in rules_here:
-            if quick and not (needs <= have and may_match(node)):
-                continue
+        have = None  # the ops computing the node's inputs, built when a rule needs them
+        for rule, needs, may_match in active.by_op.get(node.op, ()):
+            if quick:
+                if needs:
+                    if have is None:
+                        have = {v.producer.op for v in node._inputs if v.producer is not None}
+                    if not needs <= have:
+                        continue
+                if not may_match(node):
+                    continue
             if session is not None and not session.allows():
                 return changed  # the opt-bisect budget is spent
             new = _try(rw, rule, node, trace, outputs, session)

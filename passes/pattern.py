@@ -287,10 +287,44 @@ class Op(Pattern):
 
 def _solve_all(patterns: Sequence[Pattern], values: Sequence[Value], m: Match,
                then: Callable[[], str | None]) -> str | None:
-    """Match ``values`` one by one, then ``then()``; backtracks into earlier ones."""
-    if not patterns:
+    """Match ``values`` one by one, then ``then()``; backtracks into earlier ones.
+    A leading run of parts without choices (``_has_no_choices``) is matched
+    in sequence, without a continuation per part: such a part never retries,
+    so the result and the reason for failing are the same."""
+    i, n = 0, len(patterns)
+    while i < n and _has_no_choices(patterns[i]):
+        why = patterns[i].match(values[i], m)
+        if why is not None:
+            return why
+        i += 1
+    if i == n:
         return then()
-    return patterns[0]._solve(values[0], m, lambda: _solve_all(patterns[1:], values[1:], m, then))
+    return patterns[i]._solve(values[i], m, lambda: _solve_all(patterns[i + 1:], values[i + 1:], m, then))
+
+
+_NO_CHOICES: dict[int, tuple[Pattern, bool]] = {}  # id(pattern) -> (pattern, whether it has no choices)
+
+
+def _has_no_choices(p: Pattern) -> bool:
+    """Whether ``p`` matches a value in at most one way, so ``_solve`` is
+    ``match`` then the rest: a ``Var``, a ``Const``, or an ``Op`` with one
+    operand order (not a two-input commutative op) whose parts have no
+    choices. ``AnyOf`` and unknown pattern classes have choices. Memoized
+    per pattern object."""
+    got = _NO_CHOICES.get(id(p))
+    if got is not None and got[0] is p:
+        return got[1]
+    kind = type(p)
+    if kind is Var or kind is Const:
+        answer = True
+    elif kind is Op:
+        answer = (not (len(p.inputs) == 2 and p.rest is None and get_op(p.op).commutative)
+                  and all(_has_no_choices(q) for q in p.inputs)
+                  and (p.rest is None or _has_no_choices(p.rest)))
+    else:
+        answer = False
+    _NO_CHOICES[id(p)] = (p, answer)
+    return answer
 
 
 def _is_graph_output(value: Value, node: Node, outputs: set[Value] | None) -> bool:

@@ -270,9 +270,12 @@ class Op(Pattern):
                 return f"{node.op} attribute {key}={have!r} does not match"
         if self.where is not None and not self.where(node):
             return f"{node.op} node fails {_predicate_name(self.where)}"
-        orders = [self.inputs + (self.rest,) * (len(node.inputs) - len(self.inputs))]
-        if len(self.inputs) == 2 and self.rest is None and get_op(self.op).commutative:
-            orders.append(self.inputs[::-1])
+        if self.rest is not None:
+            orders = [self.inputs + (self.rest,) * (len(node.inputs) - len(self.inputs))]
+        elif len(self.inputs) == 2 and _commutative(self.op):
+            orders = [self.inputs, self.inputs[::-1]]
+        else:
+            orders = [self.inputs]
         reasons = []
         for order in orders:
             saved = dict(m._bindings)
@@ -283,6 +286,16 @@ class Op(Pattern):
             m._bindings = saved
             reasons.append(why)
         return "; ".join(dict.fromkeys(reasons))  # why each operand order failed
+
+
+_COMMUTATIVE: dict[str, bool] = {}  # op name -> OpDef.commutative, read once per op
+
+
+def _commutative(op: str) -> bool:
+    got = _COMMUTATIVE.get(op)
+    if got is None:
+        got = _COMMUTATIVE[op] = get_op(op).commutative
+    return got
 
 
 def _solve_all(patterns: Sequence[Pattern], values: Sequence[Value], m: Match,

@@ -39,6 +39,10 @@ class Origin(NamedTuple):
 
 def merge_origins(*groups: Sequence[Origin]) -> tuple[Origin, ...]:
     """The union of several origin tuples, first occurrence first."""
+    if len(groups) == 2:  # the common call: at most one origin each, often the same one
+        a, b = groups
+        if len(a) <= 1 and len(b) <= 1:
+            return tuple(a) if not b or tuple(a) == tuple(b) else tuple(a) + tuple(b) if a else tuple(b)
     return tuple(dict.fromkeys(o for group in groups for o in group))
 
 
@@ -345,7 +349,9 @@ class Graph:
         attrs = opdef.normalize_attrs(attrs or {})
         if output_types is None:
             output_types = opdef.infer_types([v.type for v in inputs], attrs, [v.const for v in inputs], subgraphs)
-        return Node(op, inputs, attrs, output_types, output_names, subgraphs)
+        node = Node(op, inputs, None, output_types, output_names, subgraphs)
+        node.attrs = attrs  # normalized: already sorted by name
+        return node
 
     def append(self, node: Node) -> Node:
         """Add ``node`` at the end of the graph; returns it."""

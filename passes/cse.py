@@ -80,8 +80,9 @@ def _merge_in(graph: Graph) -> bool:
             operands = [number[v] for v in node._inputs]
             if kind[1]:
                 operands.sort()
+            outputs = node.outputs
             key = (node.op, _freeze(node.attrs) if node.attrs else (), tuple(operands),
-                   tuple(v.type for v in node.outputs))
+                   (outputs[0].type,) if len(outputs) == 1 else tuple(v.type for v in outputs))
             first = seen.setdefault(key, node)
             if first is not node:
                 for old, new in zip(node.outputs, first.outputs):

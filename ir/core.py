@@ -25,6 +25,9 @@ class Use(NamedTuple):
     index: int
 
 
+_use = tuple.__new__  # ``_use(Use, (node, index))``: a Use without NamedTuple's Python-level __new__
+
+
 class Origin(NamedTuple):
     """Where an IR node came from: the PyTensor op (as printed; None when
     unknown) and the user's source line (``file:line (code)``, from the
@@ -36,6 +39,10 @@ class Origin(NamedTuple):
 
 def merge_origins(*groups: Sequence[Origin]) -> tuple[Origin, ...]:
     """The union of several origin tuples, first occurrence first."""
+    if len(groups) == 2:  # the common call: at most one origin each, often the same one
+        a, b = groups
+        if len(a) <= 1 and len(b) <= 1:
+            return tuple(a) if not b or tuple(a) == tuple(b) else tuple(a) + tuple(b) if a else tuple(b)
     return tuple(dict.fromkeys(o for group in groups for o in group))
 
 
@@ -117,7 +124,7 @@ class Node:
         for i, v in enumerate(inputs):
             if not isinstance(v, Value):
                 raise TypeError(f"input of {self.op} must be a Value, got {type(v).__name__}")
-            v._uses[Use(self, i)] = None
+            v._uses[_use(Use, (self, i))] = None
         self._inputs = tuple(inputs)
 
     @property
@@ -143,21 +150,27 @@ class Node:
     def _add_input(self, value: Value) -> None:
         if not isinstance(value, Value):
             raise TypeError(f"input of {self.op} must be a Value, got {type(value).__name__}")
-        use = Use(self, len(self._inputs))
+        use = _use(Use, (self, len(self._inputs)))
+        if self.graph is not None and self.graph._changed is not None:
+            self.graph._changed[self] = None
         self._inputs += (value,)
         value._uses[use] = None
 
     def set_input(self, index: int, value: Value) -> None:
-        """Make input ``index`` read ``value``, updating both use lists."""
+        """Make input ``index`` read ``value``, updating both use lists (and
+        the graph's change record, ``Graph.track_changes``)."""
+        graph = self.graph
+        if graph is not None and graph._changed is not None:
+            graph._changed[self] = None
         old = self._inputs[index]
-        del old._uses[Use(self, index)]
+        del old._uses[(self, index)]  # a plain tuple hashes and compares as the Use
         self._inputs = self._inputs[:index] + (value,) + self._inputs[index + 1:]
-        value._uses[Use(self, index)] = None
+        value._uses[_use(Use, (self, index))] = None
 
     def drop_inputs(self) -> None:
         """Remove this node from the use lists of all its inputs."""
         for i, v in enumerate(self._inputs):
-            v._uses.pop(Use(self, i), None)
+            v._uses.pop((self, i), None)  # a plain tuple hashes and compares as the Use
         self._inputs = ()
 
     def __repr__(self) -> str:
@@ -209,6 +222,7 @@ class Graph:
         # least value), stated by rewrites whose replacement needs them (a valid conv's H >= k);
         # types and shape facts are refined by them. Not printed: losing them loses precision only.
         self.size_bounds: tuple = ()
+        self._changed: dict[Node, None] | None = None  # see ``track_changes``
 
     # -- inputs, outputs, constants ---------------------------------------
     def add_input(self, type: TensorType, name: str) -> Value:
@@ -301,6 +315,25 @@ class Graph:
                     names |= sub.op_names()
         return names
 
+    def track_changes(self) -> None:
+        """Start (or restart) recording the nodes of this graph (top level)
+        that are inserted or get a new input through the mutation API, for
+        passes that redo only what changed (``shape-inference``'s second
+        run). Code that changes a value's type outside ``shape-inference``
+        calls ``forget_changes``."""
+        self._changed = {}
+
+    def forget_changes(self) -> None:
+        """Stop recording (``changed_nodes`` is None until ``track_changes``):
+        a change the record cannot describe happened (types refined in place)."""
+        self._changed = None
+
+    def changed_nodes(self) -> list[Node] | None:
+        """The nodes inserted or given a new input since ``track_changes``
+        (some may have been erased since), or None when nothing is being
+        recorded. O(their number)."""
+        return None if self._changed is None else list(self._changed)
+
     def create_node(self, op: str, inputs: Sequence[Value], attrs: dict[str, Any] | None = None,
                     output_types: Sequence[TensorType] | None = None, *,
                     output_names: Sequence[str | None] | None = None,
@@ -316,7 +349,9 @@ class Graph:
         attrs = opdef.normalize_attrs(attrs or {})
         if output_types is None:
             output_types = opdef.infer_types([v.type for v in inputs], attrs, [v.const for v in inputs], subgraphs)
-        return Node(op, inputs, attrs, output_types, output_names, subgraphs)
+        node = Node(op, inputs, None, output_types, output_names, subgraphs)
+        node.attrs = attrs  # normalized: already sorted by name
+        return node
 
     def append(self, node: Node) -> Node:
         """Add ``node`` at the end of the graph; returns it."""
@@ -354,7 +389,7 @@ class Graph:
         """
         self._check_owned(node)
         for out in node.outputs:
-            if out.num_uses or out in self.outputs:
+            if out._uses or out in self._output_set:
                 raise ValueError(f"cannot erase {node.op}: output %{out.name or '?'} is still used")
         node.drop_inputs()
         self._unlink(node)
@@ -438,6 +473,8 @@ class Graph:
             nxt._prev = node
         self._num_nodes += 1
         self._op_counts[node.op] = self._op_counts.get(node.op, 0) + 1
+        if self._changed is not None:
+            self._changed[node] = None
         if node.subgraphs:
             self._nested[node] = None
 

@@ -194,7 +194,8 @@ class OpDef:
             self.check_arity(len(types))
         consts = list(consts) if consts is not None else [None] * len(types)
         if not self.subgraph_roles:
-            return list(self.infer(list(types), attrs, consts))
+            result = self.infer(list(types), attrs, consts)
+            return result if type(result) is list else list(result)
         subgraphs = dict(subgraphs or {})
         if sorted(subgraphs) != sorted(self.subgraph_roles):
             raise OpError(f"{self.name} needs nested graphs {list(self.subgraph_roles)}, got {sorted(subgraphs)}")

@@ -8,6 +8,7 @@ n log n) in the size of what they touch.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Set as AbstractSet
 from typing import Iterable, Iterator, Sequence
 
 from ir import symbolic as sym
@@ -29,7 +30,33 @@ def walk_graphs(graph: Graph) -> Iterator[Graph]:
         yield g
 
 
-def walk_scopes(graph: Graph, names: bool = True) -> Iterator[tuple[Graph, set[str]]]:
+class ScopeNames(AbstractSet):
+    """A read-only set: the names of the enclosing scopes (shared by every
+    graph they enclose, never copied) and those nested in one graph. O(1)
+    membership and truth; so ``walk_scopes`` costs no copy of the enclosing
+    names per nested graph (a model with thousands of loop bodies)."""
+
+    __slots__ = ("_enclosing", "_nested")
+
+    def __init__(self, enclosing: frozenset[str], nested: set[str]):
+        self._enclosing = enclosing
+        self._nested = nested
+
+    def __contains__(self, name) -> bool:
+        return name in self._nested or name in self._enclosing
+
+    def __bool__(self) -> bool:
+        return bool(self._nested) or bool(self._enclosing)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._nested
+        yield from (n for n in self._enclosing if n not in self._nested)
+
+    def __len__(self) -> int:
+        return len(self._nested) + sum(1 for n in self._enclosing if n not in self._nested)
+
+
+def walk_scopes(graph: Graph, names: bool = True) -> Iterator[tuple[Graph, AbstractSet[str]]]:
     """``(g, reserved)`` for ``graph`` and every graph nested in it, outer
     first (``walk_graphs``'s order): ``reserved`` holds the names a new
     constant of ``g`` must avoid, the input and constant names of the graphs
@@ -40,7 +67,7 @@ def walk_scopes(graph: Graph, names: bool = True) -> Iterator[tuple[Graph, set[s
     while stack:
         g, enclosing = stack.pop()
         nested = g.nodes_with_subgraphs()
-        reserved = (set(enclosing) | nested_names(nested)) if names and (nested or enclosing) else set()
+        reserved = ScopeNames(enclosing, nested_names(nested)) if names and (nested or enclosing) else set()
         yield g, reserved
         if nested:
             own = enclosing | {v.name for v in g.inputs} | set(g.constants) if names else enclosing
@@ -55,6 +82,7 @@ def refine_types(graph: Graph, bounds: sym.Bounds) -> None:
     its end (a node needs them, or fails). Linear in the graph's size."""
     if not bounds:
         return
+    graph.forget_changes()  # types change in place: an incremental shape-inference must redo everything
     for node in graph:
         for v in node.outputs:
             shape = v.type.shape

@@ -110,6 +110,28 @@ def as_step(node: Node) -> tuple[Value, Step] | None:
     return found[0] if found else None
 
 
+def may_fire(node: Node) -> bool:
+    """A cheap necessary condition of the rule firing on ``node``, read from
+    shapes and the op index only: one output of rank >= 2; an input that
+    can be per-channel (rank at most the output's, at most one dim other
+    than 1: ``is_per_channel`` allows a non-1 dim on the channel axis only,
+    so ``as_step`` needs one); and, for a rank-2 result, a ``sub`` node in
+    the graph (a conv's result, which fold-into-conv needs, and the chains
+    affine-batch-norm takes have rank >= 3; batch-norm's chain starts with
+    ``x - mean``). So elementwise work on whole tensors, or a Linear layer's
+    bias add, costs a few tuple reads per node."""
+    if len(node.outputs) != 1:
+        return False
+    rank = len(node.outputs[0].type.shape)
+    if rank < 2 or (rank == 2 and node.graph is not None and not node.graph.op_count("sub")):
+        return False
+    for v in node._inputs:
+        shape = v.type.shape
+        if len(shape) <= rank and len(shape) - shape.count(1) <= 1:
+            return True
+    return False
+
+
 def walk(root: Node) -> tuple[Value, list[Step]]:
     """The chain ending at ``root``: its input value and its steps, first step first."""
     x, steps, node = root.output, [], root
@@ -352,7 +374,8 @@ def fold_chain(rw: Rewriter, m: Match) -> Value | str:
 
 RULES = RuleSet([
     # (conv(x) - mean) / sd * gamma + beta -> conv(x) with folded weights, or batch_norm(x)
-    *(Rule("channel-affine-chain", Op(op, Var(), Var()), fold_chain, guard=lambda n: as_step(n) is not None)
+    *(Rule("channel-affine-chain", Op(op, Var(), Var()), fold_chain,
+           guard=lambda n: may_fire(n) and as_step(n) is not None)
       for op in STEP_OPS),
 ])
 

@@ -86,11 +86,12 @@ class ConstantFolding(Pass):
     def _fold(self, node: Node) -> list[np.ndarray] | None:
         """The output arrays of ``node`` if it can be folded, else None (with
         the reason logged at debug level)."""
+        if node.op == "shape" and node._inputs[0].type.is_static:
+            return [np.array(node._inputs[0].shape, dtype=np.int64)]
+        for v in node._inputs:  # the common case first: a computed input
+            if v.const is None:
+                return None
         if node.subgraphs or get_op(node.op).has(RANDOM):  # a draw is new at every run
-            return None
-        if node.op == "shape" and node.inputs[0].type.is_static:
-            return [np.array(node.inputs[0].shape, dtype=np.int64)]
-        if any(v.const is None for v in node.inputs):
             return None
         sizes = [v.type.size for v in node.outputs]
         if None in sizes:
@@ -117,4 +118,6 @@ class ConstantFolding(Pass):
 def _const_name(hint: str) -> str:
     """A constant name from a value's name hint: characters outside
     ``[A-Za-z0-9_.]`` become ``_``."""
+    if hint.isascii() and hint.replace("_", "a").replace(".", "a").isalnum():
+        return hint  # already a valid name: no regular expression
     return re.sub(r"[^A-Za-z0-9_.]", "_", hint) or "const"

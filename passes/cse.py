@@ -45,6 +45,9 @@ from ir.transforms import walk_graphs
 from passes.base import Pass, register_pass
 
 
+SMALL_BYTES = 1024  # constants up to this size are keyed by their bytes, larger ones by a digest
+
+
 @register_pass
 @dataclass(frozen=True)
 class CommonSubexpressionElimination(Pass):
@@ -67,12 +70,19 @@ def _merge_in(graph: Graph) -> bool:
     for v in graph.inputs + list(graph.constants.values()):
         number[v] = len(number)
     seen: dict[Hashable, Any] = {}
+    kinds: dict[str, tuple[bool, bool]] = {}  # op -> (mergeable, commutative), read once per op
     for node in graph:
-        if not node.subgraphs and not get_op(node.op).has(RANDOM):  # two draws are two draws
-            operands = [number[v] for v in node.inputs]
-            if get_op(node.op).commutative:
+        kind = kinds.get(node.op)
+        if kind is None:
+            opdef = get_op(node.op)
+            kind = kinds[node.op] = (not opdef.has(RANDOM), opdef.commutative)  # two draws are two draws
+        if kind[0] and not node.subgraphs:
+            operands = [number[v] for v in node._inputs]
+            if kind[1]:
                 operands.sort()
-            key = (node.op, _freeze(node.attrs), tuple(operands), tuple(v.type for v in node.outputs))
+            outputs = node.outputs
+            key = (node.op, _freeze(node.attrs) if node.attrs else (), tuple(operands),
+                   (outputs[0].type,) if len(outputs) == 1 else tuple(v.type for v in outputs))
             first = seen.setdefault(key, node)
             if first is not node:
                 for old, new in zip(node.outputs, first.outputs):
@@ -97,9 +107,11 @@ def _merge_constants(graph: Graph) -> bool:
         data = value.const
         if kinds[(data.dtype.str, data.shape)] < 2:
             continue
-        key = (data.dtype.str, data.shape, hashlib.blake2b(np.ascontiguousarray(data)).digest())
+        small = data.nbytes <= SMALL_BYTES  # keyed by its bytes: no digest, no collision
+        key = (data.dtype.str, data.shape, small,
+               data.tobytes() if small else hashlib.blake2b(np.ascontiguousarray(data)).digest())
         survivor = first.setdefault(key, value)
-        if survivor is value or survivor.const.tobytes() != data.tobytes():
+        if survivor is value or (not small and survivor.const.tobytes() != data.tobytes()):
             continue  # the first of its kind (or a digest collision, which never merges)
         graph.replace_all_uses(value, survivor)
         graph.remove_constant(value)

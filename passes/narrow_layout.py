@@ -64,17 +64,30 @@ REDUCTIONS = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min",
 
 def narrow(t: TensorType) -> bool:
     """Rank 2, last dim static and at most ``MAX_K``, first dim symbolic or at least ``MIN_N``."""
-    if t.rank != 2 or not isinstance(t.shape[1], int) or t.shape[1] > MAX_K:
+    shape = t.shape
+    if len(shape) != 2 or type(shape[1]) is not int or shape[1] > MAX_K:
         return False
-    return not isinstance(t.shape[0], int) or t.shape[0] >= MIN_N
+    return type(shape[0]) is not int or shape[0] >= MIN_N
+
+
+_ELEMENTWISE: dict[str, bool] = {}  # op name -> whether it has the elementwise trait
+
+
+def elementwise(op: str) -> bool:
+    """Whether ``op`` has the ``elementwise`` trait (read once per op name)."""
+    got = _ELEMENTWISE.get(op)
+    if got is None:
+        got = _ELEMENTWISE[op] = get_op(op).has(ELEMENTWISE)
+    return got
 
 
 def broadcasts(node: Node) -> bool:
     """An elementwise node with a narrow result that broadcasts an input of
     rank >= 1 (the slow span-by-span case; a rank-0 input is fast)."""
     out = node.outputs[0]
-    return narrow(out.type) and get_op(node.op).has(ELEMENTWISE) and \
-        any(v.rank >= 1 and v.shape != out.shape for v in node.inputs)
+    shape = out.type.shape
+    return narrow(out.type) and elementwise(node.op) and \
+        any(v.type.shape and v.type.shape != shape for v in node._inputs)
 
 
 @register_pass
@@ -108,8 +121,8 @@ class _Rewriter:
             self.replace(node, [self.flip(node.inputs[0], node)], attrs, transposed=bool(node.attrs["keepdims"]))
         elif not narrow(out.type):
             return
-        elif get_op(op).has(ELEMENTWISE) and all(v.rank <= 2 for v in node.inputs) \
-                and (broadcasts(node) or all(self.free(v) for v in node.inputs)):
+        elif elementwise(op) and all(len(v.type.shape) <= 2 for v in node._inputs) \
+                and (broadcasts(node) or all(self.free(v) for v in node._inputs)):
             self.replace(node, [self.flip(v, node) for v in node.inputs], dict(node.attrs))
         elif op == "unsqueeze" and node.inputs[0].rank == 1 and list(node.attrs["axes"]) in ([1], [-1]) \
                 and any(broadcasts(use.node) for use in out.uses()):
@@ -137,7 +150,7 @@ class _Rewriter:
         """Whether v is available in the transposed layout without a new
         transpose of a computed rank-2 value (scalars, rank 1, constants,
         values this pass or the graph already transposed)."""
-        return v.rank < 2 or v.const is not None or v in self.memo or \
+        return len(v.type.shape) < 2 or v.const is not None or v in self.memo or \
             (v.producer is not None and v.producer.op == "transpose")
 
     def flip(self, v: Value, before: Node) -> Value:

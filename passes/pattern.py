@@ -165,6 +165,8 @@ def all_equal(array: np.ndarray, scalar) -> bool:
     flat = array.reshape(-1)
     if flat.size == 0 or not bool(flat[0] == scalar):
         return False
+    if flat.size == 1:
+        return True
     step = 1 << 16
     return all(bool(np.all(flat[i:i + step] == scalar)) for i in range(0, flat.size, step))
 
@@ -268,9 +270,12 @@ class Op(Pattern):
                 return f"{node.op} attribute {key}={have!r} does not match"
         if self.where is not None and not self.where(node):
             return f"{node.op} node fails {_predicate_name(self.where)}"
-        orders = [self.inputs + (self.rest,) * (len(node.inputs) - len(self.inputs))]
-        if len(self.inputs) == 2 and self.rest is None and get_op(self.op).commutative:
-            orders.append(self.inputs[::-1])
+        if self.rest is not None:
+            orders = [self.inputs + (self.rest,) * (len(node.inputs) - len(self.inputs))]
+        elif len(self.inputs) == 2 and _commutative(self.op):
+            orders = [self.inputs, self.inputs[::-1]]
+        else:
+            orders = [self.inputs]
         reasons = []
         for order in orders:
             saved = dict(m._bindings)
@@ -283,12 +288,56 @@ class Op(Pattern):
         return "; ".join(dict.fromkeys(reasons))  # why each operand order failed
 
 
+_COMMUTATIVE: dict[str, bool] = {}  # op name -> OpDef.commutative, read once per op
+
+
+def _commutative(op: str) -> bool:
+    got = _COMMUTATIVE.get(op)
+    if got is None:
+        got = _COMMUTATIVE[op] = get_op(op).commutative
+    return got
+
+
 def _solve_all(patterns: Sequence[Pattern], values: Sequence[Value], m: Match,
                then: Callable[[], str | None]) -> str | None:
-    """Match ``values`` one by one, then ``then()``; backtracks into earlier ones."""
-    if not patterns:
+    """Match ``values`` one by one, then ``then()``; backtracks into earlier ones.
+    A leading run of parts without choices (``_has_no_choices``) is matched
+    in sequence, without a continuation per part: such a part never retries,
+    so the result and the reason for failing are the same."""
+    i, n = 0, len(patterns)
+    while i < n and _has_no_choices(patterns[i]):
+        why = patterns[i].match(values[i], m)
+        if why is not None:
+            return why
+        i += 1
+    if i == n:
         return then()
-    return patterns[0]._solve(values[0], m, lambda: _solve_all(patterns[1:], values[1:], m, then))
+    return patterns[i]._solve(values[i], m, lambda: _solve_all(patterns[i + 1:], values[i + 1:], m, then))
+
+
+_NO_CHOICES: dict[int, tuple[Pattern, bool]] = {}  # id(pattern) -> (pattern, whether it has no choices)
+
+
+def _has_no_choices(p: Pattern) -> bool:
+    """Whether ``p`` matches a value in at most one way, so ``_solve`` is
+    ``match`` then the rest: a ``Var``, a ``Const``, or an ``Op`` with one
+    operand order (not a two-input commutative op) whose parts have no
+    choices. ``AnyOf`` and unknown pattern classes have choices. Memoized
+    per pattern object."""
+    got = _NO_CHOICES.get(id(p))
+    if got is not None and got[0] is p:
+        return got[1]
+    kind = type(p)
+    if kind is Var or kind is Const:
+        answer = True
+    elif kind is Op:
+        answer = (not (len(p.inputs) == 2 and p.rest is None and get_op(p.op).commutative)
+                  and all(_has_no_choices(q) for q in p.inputs)
+                  and (p.rest is None or _has_no_choices(p.rest)))
+    else:
+        answer = False
+    _NO_CHOICES[id(p)] = (p, answer)
+    return answer
 
 
 def _is_graph_output(value: Value, node: Node, outputs: set[Value] | None) -> bool:
@@ -545,10 +594,27 @@ class _ActiveRules:
             self._update()
 
     def _update(self) -> None:
-        self.by_op: dict[str, list[tuple[Rule, frozenset[str]]]] = {}
+        self.by_op: dict[str, list[tuple[Rule, frozenset[str], Callable[[Node], bool]]]] = {}
         for rule in self.rules:
             if self.ops is None or rule.possible(self.ops):
-                self.by_op.setdefault(rule.pattern.op, []).append((rule, _child_ops(rule.pattern)))
+                check = _skeletons.get(id(rule))
+                if check is None or check[0] is not rule:
+                    check = _skeletons[id(rule)] = (rule, _skeleton_check(rule))
+                self.by_op.setdefault(rule.pattern.op, []).append((rule, _child_ops(rule.pattern), check[1]))
+
+
+_skeletons: dict[int, tuple[Rule, Callable[[Node], bool]]] = {}  # id(rule) -> (rule, its skeleton check)
+
+
+def _skeleton_check(rule: Rule) -> Callable[[Node], bool]:
+    """``rule``'s quick pre-match test on a root node: its ``guard`` (if
+    any), then ``_compile_node`` of its pattern, compiled once into
+    closures so that a node costs a few attribute reads per pattern level."""
+    skeleton = _compile_node(rule.pattern, SKELETON_DEPTH)
+    guard = rule.guard
+    if guard is None:
+        return skeleton
+    return lambda node: guard(node) and skeleton(node)
 
 
 def _apply_in(graph: Graph, by_op: set[str], active: _ActiveRules, trace: list[Miss] | None,
@@ -557,8 +623,8 @@ def _apply_in(graph: Graph, by_op: set[str], active: _ActiveRules, trace: list[M
     new constants avoid the ``reserved`` names. ``by_op``: every rule's root
     op (the nodes visited); ``active``: the rules that may match."""
     # Without a trace or debug log, a rule whose pattern's skeleton (ops,
-    # arities, constants; two levels deep) cannot fit is skipped before the
-    # full match builds its reasons for missing.
+    # arities, constants; two levels deep; ``_compile_node``) cannot fit is
+    # skipped before the full match builds its reasons for missing.
     quick = trace is None and not log.isEnabledFor(logging.DEBUG)
     rw = Rewriter(graph, reserved)
     outputs = set(graph.outputs)  # kept up to date: only replace_all_uses below changes them
@@ -572,13 +638,16 @@ def _apply_in(graph: Graph, by_op: set[str], active: _ActiveRules, trace: list[M
         queued.discard(node)
         if node.graph is not graph:
             continue
-        rules_here = active.by_op.get(node.op, ())
-        if quick and rules_here:
-            have = {v.producer.op for v in node._inputs if v.producer is not None}
-        for rule, needs in rules_here:
-            if quick and not (needs <= have and (rule.guard is None or rule.guard(node))
-                              and _may_match_node(rule.pattern, node, SKELETON_DEPTH)):
-                continue
+        have = None  # the ops computing the node's inputs, built when a rule needs them
+        for rule, needs, may_match in active.by_op.get(node.op, ()):
+            if quick:
+                if needs:
+                    if have is None:
+                        have = {v.producer.op for v in node._inputs if v.producer is not None}
+                    if not needs <= have:
+                        continue
+                if not may_match(node):
+                    continue
             if session is not None and not session.allows():
                 return changed  # the opt-bisect budget is spent
             new = _try(rw, rule, node, trace, outputs, session)
@@ -612,42 +681,66 @@ def _apply_in(graph: Graph, by_op: set[str], active: _ActiveRules, trace: list[M
 SKELETON_DEPTH = 2  # pattern levels below the root the quick check looks at
 
 
-def _may_match_node(p: "Op", node: Node, depth: int) -> bool:
-    """False only if ``p`` surely cannot match ``node``: a wrong output count
-    or arity, or (``depth`` levels down) an input pattern that needs a
-    producer op or a constant the input does not have. Ignores bindings,
-    attributes, inner constraints and single use, so it never rejects a
-    match (the root's ``where`` is checked: it reads only the node)."""
-    n_in = len(node._inputs)
-    if len(node.outputs) != 1 or (n_in != len(p.inputs) and (p.rest is None or n_in < len(p.inputs))):
-        return False
-    if depth == SKELETON_DEPTH and p.where is not None and not p.where(node):
-        return False  # the root's own constraint (it reads no bindings)
-    if depth == 0:
-        return True
-    values = node._inputs
-    if all(_may_match_value(q, v, depth - 1) for q, v in zip(p.inputs, values)):
-        return True
-    return (len(p.inputs) == 2 and p.rest is None and get_op(p.op).commutative
-            and _may_match_value(p.inputs[0], values[1], depth - 1)
-            and _may_match_value(p.inputs[1], values[0], depth - 1))
+def _compile_node(p: "Op", depth: int) -> Callable[[Node], bool]:
+    """A test ``check(node)`` that is False only if ``p`` surely cannot match
+    ``node``: a wrong output count or arity, or (``depth`` levels down) an
+    input pattern that needs a producer op or a constant the input does not
+    have. Ignores bindings, attributes, inner constraints and single use, so
+    it never rejects a match (the root's ``where`` and ``attrs`` are checked:
+    they read only the node). Built once per pattern as closures, so a node costs a few
+    attribute reads per pattern level."""
+    n = len(p.inputs)
+    variadic = p.rest is not None
+    where = p.where if depth == SKELETON_DEPTH else None
+    attrs = tuple(p.attrs.items()) if depth == SKELETON_DEPTH else ()
+    checks = [_compile_value(q, depth - 1) for q in p.inputs] if depth > 0 else []
+    if all(c is None for c in checks):
+        checks = []
+    swap = bool(checks) and n == 2 and not variadic and get_op(p.op).commutative
+    first, second = (checks + [None, None])[:2]
+
+    def check(node: Node) -> bool:
+        values = node._inputs
+        k = len(values)
+        if len(node.outputs) != 1 or (k != n and (not variadic or k < n)):
+            return False
+        if where is not None and not where(node):
+            return False
+        for key, want in attrs:
+            have = node.attrs.get(key)
+            if not (want(have) if callable(want) else have == want):
+                return False
+        if not checks:
+            return True
+        if all(c is None or c(v) for c, v in zip(checks, values)):
+            return True
+        return swap and (first is None or first(values[1])) and (second is None or second(values[0]))
+
+    return check
+
+
+def _compile_value(p: Pattern, depth: int) -> Callable[[Value], bool] | None:
+    """The value-level part of ``_compile_node``: a test on an input value
+    (an ``Op`` needs that producer op, a ``Const`` a constant, an ``AnyOf``
+    one alternative), or None when every value may match (``Var``, or a
+    pattern class this check does not know)."""
+    if isinstance(p, Op):
+        op, node_check = p.op, _compile_node(p, depth)
+        return lambda v: v.producer is not None and v.producer.op == op and node_check(v.producer)
+    if isinstance(p, Const):
+        return lambda v: v.const is not None
+    if isinstance(p, AnyOf):
+        alternatives = [_compile_value(q, depth) for q in p.alternatives]
+        if any(a is None for a in alternatives):
+            return None
+        return lambda v: any(a(v) for a in alternatives)
+    return None
 
 
 def _child_ops(p: "Op") -> frozenset[str]:
     """The ops that must produce some input of a node ``p`` matches (its
     direct ``Op`` children; ``AnyOf`` and the rest are not required)."""
     return frozenset(q.op for q in p.inputs if isinstance(q, Op))
-
-
-def _may_match_value(p: Pattern, value: Value, depth: int) -> bool:
-    if isinstance(p, Op):
-        producer = value.producer
-        return producer is not None and producer.op == p.op and _may_match_node(p, producer, depth)
-    if isinstance(p, Const):
-        return value.const is not None
-    if isinstance(p, AnyOf):
-        return any(_may_match_value(q, value, depth) for q in p.alternatives)
-    return True  # Var, or a pattern class this check does not know
 
 
 def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None, outputs: set[Value],
@@ -666,11 +759,13 @@ def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None, outputs
         if why is not None and session is not None:  # the pattern matched, the rewrite declined
             session.note_declined(rule.name, why)
     if why is not None:
-        label = f"{node.op} -> %{node.output.name or '?'}"
-        log.debug("rule %s (%s) did not fire on %s: %s", rule.name, rule.defined_at, label, why)
-        if trace is not None:
-            trace.append(Miss(rule.name, label, why))
-        erase_dead(rw.graph, reversed(rw.created), outputs)
+        if trace is not None or log.isEnabledFor(logging.DEBUG):
+            label = f"{node.op} -> %{node.output.name or '?'}"
+            log.debug("rule %s (%s) did not fire on %s: %s", rule.name, rule.defined_at, label, why)
+            if trace is not None:
+                trace.append(Miss(rule.name, label, why))
+        if rw.created:
+            erase_dead(rw.graph, reversed(rw.created), outputs)
         for c in rw.created_constants:
             if not c.num_uses:
                 rw.graph.remove_constant(c)

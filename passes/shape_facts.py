@@ -124,8 +124,11 @@ class ShapeValues:
 
     def update(self, node: Node) -> None:
         """Record the contents of ``node``'s outputs from its inputs' contents."""
-        if not any(tracked(v.type) for v in node.outputs):
-            return
+        for v in node.outputs:
+            if tracked(v.type):
+                break
+        else:
+            return  # no output has tracked contents (the common case)
         rule = VALUE_RULES.get(node.op)
         if rule is None:
             return

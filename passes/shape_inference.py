@@ -27,11 +27,23 @@ them). At each node:
 Graph inputs and constants keep their types. Each node is visited once and
 every symbolic operation is bounded (``ir.symbolic.MAX_TERMS``), so the pass
 is linear in graph size (``bench/bench_shape_inference.py``).
+
+A later run on the same graph is incremental: the first run starts the
+graph's change record (``Graph.track_changes``) and keeps its shape facts;
+the next visits, in program order, only the nodes inserted or given a new
+input since (the mutation API records them) and, transitively, the readers
+of every value whose type or known contents it changed, plus every node
+with nested graphs (whose bodies it redoes in full). Its types are those a
+full run would give: the type rule of a node whose input types are as
+before returns what it returned, and refining by it again changes nothing.
+Code that changes types in place elsewhere (``ir.transforms.refine_types``)
+calls ``Graph.forget_changes``, and the next run is a full one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 from ir import Graph, Node, TensorType, get_op
 from ir.errors import ShapeInferenceError
@@ -51,7 +63,44 @@ class ShapeInference(Pass):
     name = "shape-inference"
 
     def run(self, graph: Graph) -> bool:
-        return infer_shapes(graph, graph, ShapeValues())
+        values = _FACTS.get(graph)
+        todo = graph.changed_nodes()
+        if values is None or todo is None:
+            values = ShapeValues()
+            changed = infer_shapes(graph, graph, values)
+        else:
+            changed = _infer_changed(graph, values, todo)
+        _FACTS[graph] = values
+        graph.track_changes()
+        return changed
+
+
+# the shape facts of each graph's last run, valid while its change record runs
+_FACTS: WeakKeyDictionary[Graph, ShapeValues] = WeakKeyDictionary()
+
+
+def _infer_changed(graph: Graph, values: ShapeValues, todo: list[Node]) -> bool:
+    """The incremental run (module docstring): re-infer the nodes of
+    ``todo``, the readers of what they changed, and the nodes with nested
+    graphs, in program order; ``values`` holds the last run's facts."""
+    pending = set(todo)
+    if not pending and not graph.nodes_with_subgraphs():
+        return False
+    known = values.known
+    changed = False
+    for node in graph:
+        if node.subgraphs:
+            for sub in node.subgraphs.values():
+                changed |= infer_shapes(sub, graph, values)
+        elif node not in pending:
+            continue
+        before = [known.get(v) for v in node.outputs]
+        node_changed = _infer_node(node, graph, values)
+        values.update(node)
+        if node_changed or any(known.get(v) != b for v, b in zip(node.outputs, before)):
+            pending.update(use.node for v in node.outputs for use in v._uses)
+        changed |= node_changed
+    return changed
 
 
 def infer_shapes(graph: Graph, root: Graph, values: ShapeValues) -> bool:
@@ -68,15 +117,22 @@ def infer_shapes(graph: Graph, root: Graph, values: ShapeValues) -> bool:
 
 def _infer_node(node: Node, root: Graph, values: ShapeValues) -> bool:
     opdef = get_op(node.op)
-    consts = [v.const for v in node.inputs]
+    inputs = node._inputs
+    consts = [v.const for v in inputs]
     if opdef.symbolic_inputs:
-        consts = [c if c is not None else values.array(v) for c, v in zip(consts, node.inputs)]
+        consts = [c if c is not None else values.array(v) for c, v in zip(consts, inputs)]
     try:
-        inferred = opdef.infer_types([v.type for v in node.inputs], node.attrs, consts, node.subgraphs)
+        if opdef.subgraph_roles or (opdef.num_inputs is not None and len(inputs) != opdef.num_inputs):
+            inferred = opdef.infer_types([v.type for v in inputs], node.attrs, consts, node.subgraphs)
+        else:  # what infer_types does for a plain op of the right arity, without its copies
+            inferred = opdef.infer([v.type for v in inputs], node.attrs, consts)
     except OpError as e:
         raise _error(node, root, f"the type rule rejects the inputs once their shapes are known: {e}") from None
+    outputs = node.outputs
+    if len(outputs) == 1 and len(inferred) == 1 and outputs[0].type == inferred[0]:
+        return False  # the common case: nothing to refine
     changed = False
-    for i, (out, want) in enumerate(zip(node.outputs, inferred, strict=True)):
+    for i, (out, want) in enumerate(zip(outputs, inferred, strict=True)):
         refined = _refine(out.type, want)
         if refined is None:
             raise _error(node, root, f"output {i} is declared {out.type} but its inputs give {want}")

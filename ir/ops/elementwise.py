@@ -40,7 +40,10 @@ def _nary(name: str, fn, allowed: str, doc: str, arity: int = 2, out_bool: bool 
     def infer(types, attrs, consts):
         dtype = same_dtype(types, name)
         check_dtype(types[0], allowed, name)
-        return [TensorType(BOOL if out_bool else dtype, broadcast_shapes([t.shape for t in types], name))]
+        shape = broadcast_shapes([t.shape for t in types], name)
+        if not out_bool and shape == types[0].shape:
+            return [types[0]]  # the first input's type (the common case: no new TensorType)
+        return [TensorType(BOOL if out_bool else dtype, shape)]
 
     def evaluate(args, attrs):
         out = fn(*args)

@@ -106,6 +106,8 @@ def run_opt(text: str, pass_list: str, *, print_after_all: bool = False, print_a
     before = print_graph(graph)
     for p in passes:
         changed = bool(p.run(graph))
+        if changed and not p.records_changes:
+            graph.forget_changes()
         if verify_each:
             verify(graph, context=f"after {p.name}")
         if print_after_all or (print_after_change and changed):

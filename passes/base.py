@@ -33,10 +33,26 @@ ENTRY_POINT_GROUP = "pytensor_onnx.passes"
 @dataclass(frozen=True)
 class Pass(abc.ABC):
     """Base class of IR passes. Subclasses set ``name`` (and, if their
-    place in a pipeline matters, ``after``) and implement ``run``."""
+    place in a pipeline matters, ``after``) and implement ``run``.
+
+    ``records_changes``: the pass changes the IR only through the mutation
+    API (``Graph.create_node``/``replace_all_uses``/``erase``/..., never by
+    assigning ``Value.type``), so the graph's change record
+    (``Graph.track_changes``) still describes what changed and the next
+    ``shape-inference`` may redo only that. True for the passes of this
+    package; a pass from elsewhere (a plugin) defaults to False, and after
+    it changes a graph the pipeline ends the record (``forget_changes``):
+    the next ``shape-inference`` is a full run.
+    """
 
     name: ClassVar[str] = ""
     after: ClassVar[tuple[str, ...]] = ()
+    records_changes: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "records_changes" not in cls.__dict__:
+            cls.records_changes = cls.__module__.partition(".")[0] == __name__.partition(".")[0]
 
     @abc.abstractmethod
     def run(self, graph: Graph) -> bool:
@@ -170,6 +186,8 @@ def run_pipeline(graph: Graph, passes: Sequence[Pass], after_pass: AfterPassHook
             continue
         start = time.perf_counter()
         changed = bool(p.run(graph))
+        if changed and not p.records_changes:
+            graph.forget_changes()
         seconds = time.perf_counter() - start
         if after_pass is not None:
             after_pass(p, graph, changed, seconds)

@@ -158,6 +158,8 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
     for node in order:
         op = node.op
         if isinstance(op, Elemwise):
+            if len(node.inputs) < 2:
+                continue  # one input: nothing to broadcast against
             values = [lowered.values.get(v) for v in node.inputs]
             if len(values) > 1 and None not in values and all(v.type.shape == values[0].type.shape for v in values):
                 continue  # equal IR shapes: every union would join a dim with itself

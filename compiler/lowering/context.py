@@ -6,12 +6,14 @@ line."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from compiler.errors import Unsupported
-from ir import DType, Graph, Origin, TensorType, Value
+from ir import DType, Graph, Node, Origin, TensorType, Value, get_op
+from ir.core import merge_origins
+from ir.opdef import RANDOM
 
 
 ASSERTION_MODES = ("drop", "nan")
@@ -78,6 +80,14 @@ class LoweringContext:
         self.options = options if options is not None else LoweringOptions()
         self.constants = None  # a const_eval.ConstantEvaluator for the top-level graph
         self._const_cache: dict[tuple, Value] = {}
+        # (op, attributes, input types, constant inputs) -> (normalized attributes, output types)
+        self._typed: dict[tuple, tuple[dict, list[TensorType]]] = {}
+        # (op, attributes, input values) -> node, for nodes of constants only (hash-consing)
+        self._interned: dict[tuple, Node] = {}
+        self._interned_values: set[Value] = set()  # the outputs of those nodes
+        self._recipes: dict[tuple, Recipe] = {}  # (key, argument signature) -> Recipe, see ``memoized``
+        self._recording: list[Node] | None = None  # nodes built or reused while recording a recipe
+        self.replayable = True  # False once the rule being recorded read an argument's value
 
     # -- reading inputs ----------------------------------------------------
     def get(self, var) -> Value:
@@ -136,18 +146,146 @@ class LoweringContext:
         return v
 
     def add(self, op: str, inputs: Sequence[Value], attrs: dict | None = None, name: str | None = None) -> Value:
-        """Append a single-output node ``op(inputs){attrs}`` and return its output."""
-        node = self.graph.create_node(op, list(inputs), attrs, output_names=[name])
-        node.origins = self.origins
-        self.graph.append(node)
-        return node.output
+        """Append a single-output node ``op(inputs){attrs}`` and return its
+        output (an existing one for a node of constants only, see ``add_multi``).
+
+        Raises:
+            KeyError: unknown op. ``ir.OpError``: the op's type rule rejects
+                the inputs or attributes.
+        """
+        outputs = self._build(op, inputs, attrs, (name,))
+        if len(outputs) != 1:
+            raise ValueError(f"{op} has {len(outputs)} outputs, not one")
+        return outputs[0]
 
     def add_multi(self, op: str, inputs: Sequence[Value], attrs: dict | None = None) -> tuple[Value, ...]:
-        """Append a node with several outputs and return them."""
-        node = self.graph.create_node(op, list(inputs), attrs)
+        """Append a node with several outputs and return them.
+
+        A node whose inputs are all constants or outputs of such nodes (and
+        whose op is not ``random``) is built once per op, attributes and
+        input values (hash-consing): a second request returns the first
+        node's outputs and adds the current origins to that node's (what
+        ``cse`` would do later), so a constant-only subgraph lowered for
+        many PyTensor nodes (the ``0`` of every ``maximum(x, 0)``, its
+        unsqueeze and cast) exists once. Output types are inferred once per
+        op, attributes, input types and constant inputs (type rules are
+        pure), then reused.
+
+        Raises:
+            KeyError: unknown op. ``ir.OpError``: the op's type rule rejects
+                the inputs or attributes.
+        """
+        return self._build(op, inputs, attrs, None)
+
+    def _build(self, op: str, inputs: Sequence[Value], attrs: dict | None,
+               names: Sequence[str | None] | None) -> tuple[Value, ...]:
+        inputs = tuple(inputs)
+        attr_key = _attr_key(attrs)
+        interned = self._interned_values
+        intern_key = None
+        if attr_key is not None and all(v.const is not None or v in interned for v in inputs):
+            intern_key = (op, attr_key, inputs)
+            node = self._interned.get(intern_key)
+            if node is not None:
+                origins = self.origins
+                if origins and origins != node.origins:
+                    node.origins = merge_origins(node.origins, origins)
+                if self._recording is not None:
+                    self._recording.append(node)
+                return node.outputs
+        typed = None
+        if attr_key is not None:
+            type_key = (op, attr_key, *[(v.type, v) if v.const is not None else v.type for v in inputs])
+            typed = self._typed.get(type_key)
+        if typed is None:
+            opdef = get_op(op)
+            norm = opdef.normalize_attrs(attrs or {})
+            typed = (norm, opdef.infer_types([v.type for v in inputs], norm, [v.const for v in inputs]))
+            if attr_key is not None:
+                self._typed[type_key] = typed
+        node = Node(op, inputs, typed[0], typed[1], names)
         node.origins = self.origins
         self.graph.append(node)
+        if intern_key is not None and not get_op(op).has(RANDOM):
+            self._interned[intern_key] = node
+            interned.update(node.outputs)
+        if self._recording is not None:
+            self._recording.append(node)
         return node.outputs
+
+    # -- recorded rules ------------------------------------------------------
+    def memoized(self, key: tuple, args: Sequence[Value], build: Callable[[], list[Value]]) -> list[Value]:
+        """``build()``, a rule's lowering of one node on the IR values
+        ``args``, recorded the first time for ``key`` (hashable, naming the
+        rule and the node's op and dtypes; the caller keeps its objects
+        alive) and ``args``' signature, and replayed afterwards: the same IR
+        nodes (op, attributes, output types, name hints) on the new ``args``,
+        stamped with the current origins, without running the rule again.
+
+        The signature of ``args`` is each one's type, its identity when it
+        is a constant or an interned value of constants only (a rule may
+        read those values), and which arguments are the same value. A rule
+        is replayed only when it is a function of that signature: its nodes
+        read nothing but the arguments, each other's outputs, constants and
+        interned values; none is ``random`` or holds nested graphs (those
+        are built outside ``add``); and it did not call ``reads_values``.
+        Otherwise it runs every time. Recordings nest: a rule may call
+        ``memoized`` rules, and the outer recording sees their nodes.
+
+        Raises:
+            Whatever ``build`` raises (nothing is recorded then).
+        """
+        sig = (key, *self._signature(args))
+        recipe = self._recipes.get(sig)
+        if recipe is not None:
+            return self._replay(recipe, args)
+        outer, outer_ok = self._recording, self.replayable
+        entries: list[Node] = []
+        self._recording, self.replayable = entries, True
+        try:
+            results = build()
+            ok = self.replayable
+        finally:
+            self._recording, self.replayable = outer, outer_ok and self.replayable
+            if outer is not None:
+                outer.extend(entries)
+        if ok:
+            recipe = Recipe.of(entries, args, results, self._interned_values)
+            if recipe is not None:
+                self._recipes[sig] = recipe
+        return results
+
+    def reads_values(self) -> None:
+        """Tell ``memoized`` that the rule being lowered reads the values of
+        its arguments (a constant order), not only their types: it is then
+        never replayed."""
+        self.replayable = False
+
+    def _signature(self, args: Sequence[Value]) -> list:
+        interned = self._interned_values
+        first: dict[int, int] = {}
+        return [(a.type, a if a.const is not None or a in interned else None, first.setdefault(id(a), i))
+                for i, a in enumerate(args)]
+
+    def _replay(self, recipe: "Recipe", args: Sequence[Value]) -> list[Value]:
+        made: list[tuple[Value, ...]] = []
+        origins = self.origins
+        recording = self._recording
+        graph = self.graph
+        for op, attrs, refs, types, names, reused in recipe.steps:
+            if reused is not None:
+                node = reused
+                if origins and origins != node.origins:
+                    node.origins = merge_origins(node.origins, origins)
+            else:
+                node = Node(op, [_resolve(r, args, made) for r in refs], attrs, types, names)
+                node.origins = origins
+                graph.append(node)
+            made.append(node.outputs)
+            if recording is not None:
+                recording.append(node)
+        return [_resolve(r, args, made) for r in recipe.results]
+
 
     def cast(self, value: Value, dtype: DType) -> Value:
         """``value`` converted to ``dtype`` (no node when it already has it)."""
@@ -166,16 +304,111 @@ class LoweringContext:
         return self.const(np.asarray(value, dtype=dtype.numpy))
 
 
+def _resolve(ref: tuple, args: Sequence[Value], made: list) -> Value:
+    kind = ref[0]
+    if kind == "arg":
+        return args[ref[1]]
+    if kind == "node":
+        return made[ref[1]][ref[2]]
+    return ref[1]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The IR a rule built for one node, as steps to rebuild it on other
+    arguments (``LoweringContext.memoized``).
+
+    Attributes:
+        steps: per node built, ``(op, attributes, input refs, output types,
+            output names, None)``; per interned node reused,
+            ``(op, None, None, None, None, node)``.
+        results: a ref per result.
+
+    A ref is ``("arg", i)`` (argument ``i``), ``("node", j, k)`` (output
+    ``k`` of step ``j``) or ``("value", v)`` (a constant or interned value).
+    """
+
+    steps: tuple
+    results: tuple
+
+    @staticmethod
+    def of(nodes: Sequence[Node], args: Sequence[Value], results: Sequence[Value],
+           interned: set) -> "Recipe | None":
+        """The recipe of ``nodes`` (built or reused, in order) computing
+        ``results`` from ``args``, or None when one reads a value that is
+        none of those, is ``random`` or holds nested graphs."""
+        where: dict[Value, tuple] = {}
+        for i, a in enumerate(args):
+            where.setdefault(a, ("arg", i))
+
+        def ref(v: Value) -> tuple | None:
+            r = where.get(v)
+            if r is None and (v.const is not None and v.producer is None or v in interned):
+                r = ("value", v)
+            return r
+
+        steps = []
+        for j, node in enumerate(nodes):
+            if node.outputs and node.outputs[0] in interned:
+                steps.append((node.op, None, None, None, None, node))
+            else:
+                if node.subgraphs or get_op(node.op).has(RANDOM):
+                    return None
+                refs = tuple(ref(v) for v in node.inputs)
+                if None in refs:
+                    return None
+                steps.append((node.op, node.attrs, refs, tuple(v.type for v in node.outputs),
+                              tuple(v.name for v in node.outputs), None))
+            for k, v in enumerate(node.outputs):
+                where.setdefault(v, ("node", j, k))
+        refs = tuple(ref(v) for v in results)
+        if None in refs:
+            return None
+        return Recipe(tuple(steps), refs)
+
+
+def _attr_key(attrs: dict | None) -> tuple | None:
+    """A hashable form of node attributes that equals another only for equal
+    attributes of equal types (floats by their text, so ``-0.0`` and ``0.0``
+    differ, lists as tuples), or None when a value is unhashable."""
+    if not attrs:
+        return ()
+    key = tuple((k, _freeze(v)) for k, v in attrs.items())
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _freeze(v):
+    t = type(v)
+    if t is list or t is tuple:
+        return t, tuple(_freeze(x) for x in v)
+    if isinstance(v, (float, np.floating)):
+        return t, repr(v)
+    return t, v
+
+
 def ir_dtype(var) -> DType:
     """The IR dtype of a PyTensor variable (tensor or scalar type).
 
     Raises:
         Unsupported: complex, string and other dtypes with no IR equivalent.
     """
+    name = getattr(var.type, "dtype", None)
+    found = _IR_DTYPES.get(name) if type(name) is str else None
+    if found is not None:
+        return found
     try:
-        return DType.from_numpy(var.type.dtype)
+        found = DType.from_numpy(var.type.dtype)
     except (TypeError, AttributeError):
         raise Unsupported(unsupported_dtype_reason(getattr(var.type, "dtype", var.type))) from None
+    _IR_DTYPES[name] = found
+    return found
+
+
+_IR_DTYPES: dict[str, DType] = {}  # PyTensor dtype name -> IR dtype, filled on first use
 
 
 def unsupported_dtype_reason(dtype) -> str:

@@ -88,6 +88,7 @@ class LoweringContext:
         self._recipes: dict[tuple, Recipe] = {}  # (key, argument signature) -> Recipe, see ``memoized``
         self._recording: list[Node] | None = None  # nodes built or reused while recording a recipe
         self.replayable = True  # False once the rule being recorded read an argument's value
+        self._recorded_args: set[Value] = set()  # the arguments of the rule being recorded
 
     # -- reading inputs ----------------------------------------------------
     def get(self, var) -> Value:
@@ -222,15 +223,17 @@ class LoweringContext:
         nodes (op, attributes, output types, name hints) on the new ``args``,
         stamped with the current origins, without running the rule again.
 
-        The signature of ``args`` is each one's type, its identity when it
-        is a constant or an interned value of constants only (a rule may
-        read those values), and which arguments are the same value. A rule
-        is replayed only when it is a function of that signature: its nodes
-        read nothing but the arguments, each other's outputs, constants and
-        interned values; none is ``random`` or holds nested graphs (those
-        are built outside ``add``); and it did not call ``reads_values``.
-        Otherwise it runs every time. Recordings nest: a rule may call
-        ``memoized`` rules, and the outer recording sees their nodes.
+        The signature of ``args`` is each one's type, whether it is a
+        constant, and which arguments are the same value. A rule is replayed
+        only when it is a function of that signature: its nodes read nothing
+        but the arguments, each other's outputs, constants and interned
+        values; none is ``random`` or holds nested graphs (those are built
+        outside ``add``); and it read no argument's value (``cast`` folding a
+        constant argument, or a rule calling ``reads_values``). Otherwise it
+        runs every time. Nodes of constants only are rebuilt through ``add``
+        on replay, so they are shared as when the rule runs. Recordings
+        nest: a rule may call ``memoized`` rules, and the outer recording
+        sees their nodes.
 
         Raises:
             Whatever ``build`` raises (nothing is recorded then).
@@ -239,14 +242,15 @@ class LoweringContext:
         recipe = self._recipes.get(sig)
         if recipe is not None:
             return self._replay(recipe, args)
-        outer, outer_ok = self._recording, self.replayable
+        outer, outer_ok, outer_args = self._recording, self.replayable, self._recorded_args
         entries: list[Node] = []
-        self._recording, self.replayable = entries, True
+        self._recording, self.replayable, self._recorded_args = entries, True, set(args)
         try:
             results = build()
             ok = self.replayable
         finally:
-            self._recording, self.replayable = outer, outer_ok and self.replayable
+            self._recording, self._recorded_args = outer, outer_args
+            self.replayable = outer_ok and self.replayable
             if outer is not None:
                 outer.extend(entries)
         if ok:
@@ -262,36 +266,34 @@ class LoweringContext:
         self.replayable = False
 
     def _signature(self, args: Sequence[Value]) -> list:
-        interned = self._interned_values
         first: dict[int, int] = {}
-        return [(a.type, a if a.const is not None or a in interned else None, first.setdefault(id(a), i))
-                for i, a in enumerate(args)]
+        return [(a.type, a.const is not None, first.setdefault(id(a), i)) for i, a in enumerate(args)]
 
     def _replay(self, recipe: "Recipe", args: Sequence[Value]) -> list[Value]:
         made: list[tuple[Value, ...]] = []
         origins = self.origins
         recording = self._recording
         graph = self.graph
-        for op, attrs, refs, types, names, reused in recipe.steps:
-            if reused is not None:
-                node = reused
-                if origins and origins != node.origins:
-                    node.origins = merge_origins(node.origins, origins)
-            else:
-                node = Node(op, [_resolve(r, args, made) for r in refs], attrs, types, names)
-                node.origins = origins
-                graph.append(node)
+        for op, attrs, refs, types, names, interned in recipe.steps:
+            inputs = [_resolve(r, args, made) for r in refs]
+            if interned:  # through ``add``: shared with equal nodes of constants, as when the rule runs
+                made.append(self._build(op, inputs, attrs, names))
+                continue
+            node = Node(op, inputs, attrs, types, names)
+            node.origins = origins
+            graph.append(node)
             made.append(node.outputs)
             if recording is not None:
                 recording.append(node)
         return [_resolve(r, args, made) for r in recipe.results]
-
 
     def cast(self, value: Value, dtype: DType) -> Value:
         """``value`` converted to ``dtype`` (no node when it already has it)."""
         if value.dtype == dtype:
             return value
         if value.const is not None and value.const.size <= 16:
+            if value in self._recorded_args:
+                self.reads_values()  # folded: the result depends on the argument's value
             return self.const(value.const.astype(dtype.numpy))
         return self.add("cast", [value], {"to": dtype})
 
@@ -319,13 +321,14 @@ class Recipe:
     arguments (``LoweringContext.memoized``).
 
     Attributes:
-        steps: per node built, ``(op, attributes, input refs, output types,
-            output names, None)``; per interned node reused,
-            ``(op, None, None, None, None, node)``.
+        steps: per node, ``(op, attributes, input refs, output types, output
+            names, interned)``; ``interned`` steps (nodes of constants
+            only) are rebuilt through ``LoweringContext.add_multi``.
         results: a ref per result.
 
     A ref is ``("arg", i)`` (argument ``i``), ``("node", j, k)`` (output
-    ``k`` of step ``j``) or ``("value", v)`` (a constant or interned value).
+    ``k`` of step ``j``) or ``("value", v)`` (a constant or interned value
+    that no argument computes).
     """
 
     steps: tuple
@@ -349,16 +352,13 @@ class Recipe:
 
         steps = []
         for j, node in enumerate(nodes):
-            if node.outputs and node.outputs[0] in interned:
-                steps.append((node.op, None, None, None, None, node))
-            else:
-                if node.subgraphs or get_op(node.op).has(RANDOM):
-                    return None
-                refs = tuple(ref(v) for v in node.inputs)
-                if None in refs:
-                    return None
-                steps.append((node.op, node.attrs, refs, tuple(v.type for v in node.outputs),
-                              tuple(v.name for v in node.outputs), None))
+            if node.subgraphs or get_op(node.op).has(RANDOM):
+                return None
+            refs = tuple(ref(v) for v in node.inputs)
+            if None in refs:
+                return None
+            steps.append((node.op, node.attrs, refs, tuple(v.type for v in node.outputs),
+                          tuple(v.name for v in node.outputs), bool(node.outputs) and node.outputs[0] in interned))
             for k, v in enumerate(node.outputs):
                 where.setdefault(v, ("node", j, k))
         refs = tuple(ref(v) for v in results)

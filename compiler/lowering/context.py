@@ -89,6 +89,7 @@ class LoweringContext:
         self._recording: list[Node] | None = None  # nodes built or reused while recording a recipe
         self.replayable = True  # False once the rule being recorded read an argument's value
         self._recorded_args: set[Value] = set()  # the arguments of the rule being recorded
+        self._origins: tuple = (None, None, ())  # (op label, source, origins) last built
 
     # -- reading inputs ----------------------------------------------------
     def get(self, var) -> Value:
@@ -124,7 +125,13 @@ class LoweringContext:
     def origins(self) -> tuple[Origin, ...]:
         """The provenance stamped on the IR nodes built now: the PyTensor op
         being lowered and its user source line."""
-        return (Origin(self.op_label, self.source),) if self.op_label or self.source else ()
+        label, source = self.op_label, self.source
+        cached = self._origins
+        if cached[0] is label and cached[1] is source:
+            return cached[2]  # the same op and line as the last node built: one tuple for all
+        origins = (Origin(label, source),) if label or source else ()
+        self._origins = (label, source, origins)
+        return origins
 
     # -- building IR -------------------------------------------------------
     def const(self, array, dtype: DType | str | None = None, name: str = "const") -> Value:

@@ -203,14 +203,16 @@ class LoweringContext:
                 return node.outputs
         typed = None
         if attr_key is not None:
-            type_key = (op, attr_key, *[(v.type, v) if v.const is not None else v.type for v in inputs])
-            typed = self._typed.get(type_key)
-        if typed is None:
-            opdef = get_op(op)
-            norm = opdef.normalize_attrs(attrs or {})
-            typed = (norm, opdef.infer_types([v.type for v in inputs], norm, [v.const for v in inputs]))
-            if attr_key is not None:
-                self._typed[type_key] = typed
+            types = tuple(v.type for v in inputs)
+            typed = self._typed.get((op, attr_key, types))  # a type rule that read no constant input
+            if typed is None:
+                const_key = (op, attr_key, types, tuple(v if v.const is not None else None for v in inputs))
+                typed = self._typed.get(const_key)
+            if typed is None:
+                typed, read_consts = _infer(op, inputs, attrs)
+                self._typed[const_key if read_consts else (op, attr_key, types)] = typed
+        else:
+            typed = _infer(op, inputs, attrs)[0]
         node = Node(op, inputs, typed[0], typed[1], names)
         node.origins = self.origins
         self.graph.append(node)
@@ -311,6 +313,58 @@ class LoweringContext:
     def scalar(self, value, dtype: DType) -> Value:
         """A 0-d constant of ``dtype``."""
         return self.const(np.asarray(value, dtype=dtype.numpy))
+
+
+def _infer(op: str, inputs: Sequence[Value], attrs: dict | None) -> tuple[tuple[dict, list[TensorType]], bool]:
+    """``((normalized attributes, output types), whether the type rule read
+    its constant inputs)`` for a node ``op(inputs){attrs}`` without nested
+    graphs. The rule gets its constant inputs through a sequence that
+    notes any access; a rule that touches none gives the same types for
+    every value of its constants (True when that cannot be told).
+
+    Raises:
+        KeyError: unknown op. ``ir.OpError``: the type rule rejects the node.
+    """
+    opdef = get_op(op)
+    norm = opdef.normalize_attrs(attrs or {})
+    types = [v.type for v in inputs]
+    consts = [v.const for v in inputs]
+    if not opdef.subgraph_roles and (opdef.num_inputs is None or opdef.num_inputs == len(types)):
+        watched = _Watched(consts)
+        try:
+            return (norm, list(opdef.infer(list(types), norm, watched))), watched.read
+        except Exception:  # noqa: BLE001 - the plain call below raises what the rule raises
+            pass
+    return (norm, opdef.infer_types(types, norm, consts)), True
+
+
+class _Watched:
+    """A read-only sequence that notes whether anything read its items."""
+
+    __slots__ = ("_items", "read")
+
+    def __init__(self, items: list):
+        self._items = items
+        self.read = False
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, i):
+        self.read = True
+        return self._items[i]
+
+    def __iter__(self):
+        self.read = True
+        return iter(self._items)
+
+    def __reversed__(self):
+        self.read = True
+        return reversed(self._items)
+
+    def __contains__(self, item) -> bool:
+        self.read = True
+        return item in self._items
 
 
 def _resolve(ref: tuple, args: Sequence[Value], made: list) -> Value:

@@ -142,3 +142,16 @@ def test_replay_keys_on_types():
     assert first[0] is not second[0] and second[0].producer.op == "neg" and second[0].producer.inputs == (a,)
     assert third[0].producer.inputs[0].producer.op == "cast"
     assert fourth[0].type == TensorType(DType.FLOAT32, (3,))
+
+
+def test_types_of_rules_that_read_constants_are_inferred_per_constant():
+    g = Graph("g")
+    ctx = LoweringContext(g)
+    x = g.add_input(TensorType(DType.FLOAT32, (6,)), "x")
+    a = ctx.add("reshape", [x, ctx.i64([2, 3])])
+    b = ctx.add("reshape", [x, ctx.i64([3, 2])])  # same input types, another constant: another type
+    c = ctx.add("reshape", [x, ctx.i64([2, 3])])
+    assert (a.type.shape, b.type.shape, c.type.shape) == ((2, 3), (3, 2), (2, 3))
+    w1, w2 = ctx.const(np.ones((6, 2), "float32")), ctx.const(np.zeros((6, 2), "float32"))
+    y = g.add_input(TensorType(DType.FLOAT32, ("N", 6)), "y")
+    assert ctx.add("matmul", [y, w1]).type == ctx.add("matmul", [y, w2]).type == TensorType(DType.FLOAT32, ("N", 2))

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+import re
+
 import numpy as np
 
 from compiler.errors import Unsupported
@@ -496,8 +498,11 @@ def ir_type(var, symbolic: Sequence[str | None] | None = None) -> TensorType:
 def _sanitize(name: str | None) -> str | None:
     if not name:
         return None
+    if _PLAIN_NAME.fullmatch(name):  # ASCII letters, digits, "_" and ".": kept as they are
+        return name
     out = "".join(c if c.isalnum() or c in "_." else "_" for c in name)
     return out if not out[0].isdigit() else "_" + out
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z_.][A-Za-z0-9_.]*")
 sanitize_name = _sanitize

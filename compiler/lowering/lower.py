@@ -205,11 +205,14 @@ def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence,
     """
     failures: list[UnsupportedOccurrence] = []
     placeholders: set = set()  # variables computed from a failed node's outputs
+    per_op: dict[int, tuple] = {}  # id(op) -> (op, label, rule): many nodes share an op
     for node in order if order is not None else io_toposort(list(inputs), list(outputs)):
         ctx.source = source if source is not None else source_line(node)
-        ctx.op_label = op_label(node.op, ctx.memo)
+        known = per_op.get(id(node.op))
+        if known is None or known[0] is not node.op:
+            known = per_op[id(node.op)] = (node.op, op_label(node.op, ctx.memo), find_rule(node.op))
+        _, ctx.op_label, rule = known
         downstream = bool(placeholders) and any(v in placeholders for v in node.inputs)
-        rule = find_rule(node.op)
         try:
             if rule is None:
                 raise Unsupported("no lowering rule")

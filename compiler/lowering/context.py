@@ -5,10 +5,9 @@ line."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
-
-import re
 
 import numpy as np
 
@@ -178,8 +177,8 @@ class LoweringContext:
         ``cse`` would do later), so a constant-only subgraph lowered for
         many PyTensor nodes (the ``0`` of every ``maximum(x, 0)``, its
         unsqueeze and cast) exists once. Output types are inferred once per
-        op, attributes, input types and constant inputs (type rules are
-        pure), then reused.
+        op, attributes and input types, and per constant input when the type
+        rule read one (type rules are pure), then reused.
 
         Raises:
             KeyError: unknown op. ``ir.OpError``: the op's type rule rejects

@@ -158,11 +158,20 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
     for node in order:
         op = node.op
         if isinstance(op, Elemwise):
+            if len(node.inputs) < 2:
+                continue  # one input: nothing to broadcast against
             values = [lowered.values.get(v) for v in node.inputs]
-            if len(values) > 1 and None not in values and all(v.type.shape == values[0].type.shape for v in values):
-                continue  # equal IR shapes: every union would join a dim with itself
+            if None not in values:
+                if all(v.type.shape == values[0].type.shape for v in values):
+                    continue  # equal IR shapes: every union would join a dim with itself
+                if len({d for v in values for d in v.type.shape if type(d) is str and d in owner}) < 2:
+                    continue  # fewer than two input dims: no union to make
             union_broadcast([ir_shape(v) for v in node.inputs])
         elif isinstance(op, (Dot, BatchedDot)) or (isinstance(op, Blockwise) and isinstance(op.core_op, Dot)):
+            values = [lowered.values.get(v) for v in node.inputs[:2]]
+            if None not in values and len({d for v in values for d in v.type.shape
+                                           if type(d) is str and d in owner}) < 2:
+                continue  # fewer than two input dims: no union to make
             a, b = ir_shape(node.inputs[0]), ir_shape(node.inputs[1])
             if a and b:
                 union(a[-1], b[-2] if len(b) >= 2 else b[0])  # the contracted dims

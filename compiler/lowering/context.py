@@ -5,13 +5,16 @@ line."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from compiler.errors import Unsupported
-from ir import DType, Graph, Origin, TensorType, Value
+from ir import DType, Graph, Node, Origin, TensorType, Value, get_op
+from ir.core import merge_origins
+from ir.opdef import RANDOM
 
 
 ASSERTION_MODES = ("drop", "nan")
@@ -78,6 +81,16 @@ class LoweringContext:
         self.options = options if options is not None else LoweringOptions()
         self.constants = None  # a const_eval.ConstantEvaluator for the top-level graph
         self._const_cache: dict[tuple, Value] = {}
+        # (op, attributes, input types, constant inputs) -> (normalized attributes, output types)
+        self._typed: dict[tuple, tuple[dict, list[TensorType]]] = {}
+        # (op, attributes, input values) -> node, for nodes of constants only (hash-consing)
+        self._interned: dict[tuple, Node] = {}
+        self._interned_values: set[Value] = set()  # the outputs of those nodes
+        self._recipes: dict[tuple, Recipe] = {}  # (key, argument signature) -> Recipe, see ``memoized``
+        self._recording: list[Node] | None = None  # nodes built or reused while recording a recipe
+        self.replayable = True  # False once the rule being recorded read an argument's value
+        self._recorded_args: set[Value] = set()  # the arguments of the rule being recorded
+        self._origins: tuple = (None, None, ())  # (op label, source, origins) last built
 
     # -- reading inputs ----------------------------------------------------
     def get(self, var) -> Value:
@@ -113,7 +126,13 @@ class LoweringContext:
     def origins(self) -> tuple[Origin, ...]:
         """The provenance stamped on the IR nodes built now: the PyTensor op
         being lowered and its user source line."""
-        return (Origin(self.op_label, self.source),) if self.op_label or self.source else ()
+        label, source = self.op_label, self.source
+        cached = self._origins
+        if cached[0] is label and cached[1] is source:
+            return cached[2]  # the same op and line as the last node built: one tuple for all
+        origins = (Origin(label, source),) if label or source else ()
+        self._origins = (label, source, origins)
+        return origins
 
     # -- building IR -------------------------------------------------------
     def const(self, array, dtype: DType | str | None = None, name: str = "const") -> Value:
@@ -136,24 +155,155 @@ class LoweringContext:
         return v
 
     def add(self, op: str, inputs: Sequence[Value], attrs: dict | None = None, name: str | None = None) -> Value:
-        """Append a single-output node ``op(inputs){attrs}`` and return its output."""
-        node = self.graph.create_node(op, list(inputs), attrs, output_names=[name])
-        node.origins = self.origins
-        self.graph.append(node)
-        return node.output
+        """Append a single-output node ``op(inputs){attrs}`` and return its
+        output (an existing one for a node of constants only, see ``add_multi``).
+
+        Raises:
+            KeyError: unknown op. ``ir.OpError``: the op's type rule rejects
+                the inputs or attributes.
+        """
+        outputs = self._build(op, inputs, attrs, (name,))
+        if len(outputs) != 1:
+            raise ValueError(f"{op} has {len(outputs)} outputs, not one")
+        return outputs[0]
 
     def add_multi(self, op: str, inputs: Sequence[Value], attrs: dict | None = None) -> tuple[Value, ...]:
-        """Append a node with several outputs and return them."""
-        node = self.graph.create_node(op, list(inputs), attrs)
+        """Append a node with several outputs and return them.
+
+        A node whose inputs are all constants or outputs of such nodes (and
+        whose op is not ``random``) is built once per op, attributes and
+        input values (hash-consing): a second request returns the first
+        node's outputs and adds the current origins to that node's (what
+        ``cse`` would do later), so a constant-only subgraph lowered for
+        many PyTensor nodes (the ``0`` of every ``maximum(x, 0)``, its
+        unsqueeze and cast) exists once. Output types are inferred once per
+        op, attributes and input types, and per constant input when the type
+        rule read one (type rules are pure), then reused.
+
+        Raises:
+            KeyError: unknown op. ``ir.OpError``: the op's type rule rejects
+                the inputs or attributes.
+        """
+        return self._build(op, inputs, attrs, None)
+
+    def _build(self, op: str, inputs: Sequence[Value], attrs: dict | None,
+               names: Sequence[str | None] | None) -> tuple[Value, ...]:
+        inputs = tuple(inputs)
+        attr_key = _attr_key(attrs)
+        interned = self._interned_values
+        intern_key = None
+        if attr_key is not None and all(v.const is not None or v in interned for v in inputs):
+            intern_key = (op, attr_key, inputs)
+            node = self._interned.get(intern_key)
+            if node is not None:
+                origins = self.origins
+                if origins and origins != node.origins:
+                    node.origins = merge_origins(node.origins, origins)
+                if self._recording is not None:
+                    self._recording.append(node)
+                return node.outputs
+        typed = None
+        if attr_key is not None:
+            types = tuple(v.type for v in inputs)
+            typed = self._typed.get((op, attr_key, types))  # a type rule that read no constant input
+            if typed is None:
+                const_key = (op, attr_key, types, tuple(v if v.const is not None else None for v in inputs))
+                typed = self._typed.get(const_key)
+            if typed is None:
+                typed, read_consts = _infer(op, inputs, attrs)
+                self._typed[const_key if read_consts else (op, attr_key, types)] = typed
+        else:
+            typed = _infer(op, inputs, attrs)[0]
+        node = Node(op, inputs, typed[0], typed[1], names)
         node.origins = self.origins
         self.graph.append(node)
+        if intern_key is not None and not get_op(op).has(RANDOM):
+            self._interned[intern_key] = node
+            interned.update(node.outputs)
+        if self._recording is not None:
+            self._recording.append(node)
         return node.outputs
+
+    # -- recorded rules ------------------------------------------------------
+    def memoized(self, key: tuple, args: Sequence[Value], build: Callable[[], list[Value]]) -> list[Value]:
+        """``build()``, a rule's lowering of one node on the IR values
+        ``args``, recorded the first time for ``key`` (hashable, naming the
+        rule and the node's op and dtypes; the caller keeps its objects
+        alive) and ``args``' signature, and replayed afterwards: the same IR
+        nodes (op, attributes, output types, name hints) on the new ``args``,
+        stamped with the current origins, without running the rule again.
+
+        The signature of ``args`` is each one's type, whether it is a
+        constant, and which arguments are the same value. A rule is replayed
+        only when it is a function of that signature: its nodes read nothing
+        but the arguments, each other's outputs, constants and interned
+        values; none is ``random`` or holds nested graphs (those are built
+        outside ``add``); and it read no argument's value (``cast`` folding a
+        constant argument, or a rule calling ``reads_values``). Otherwise it
+        runs every time. Nodes of constants only are rebuilt through ``add``
+        on replay, so they are shared as when the rule runs. Recordings
+        nest: a rule may call ``memoized`` rules, and the outer recording
+        sees their nodes.
+
+        Raises:
+            Whatever ``build`` raises (nothing is recorded then).
+        """
+        sig = (key, *self._signature(args))
+        recipe = self._recipes.get(sig)
+        if recipe is not None:
+            return self._replay(recipe, args)
+        outer, outer_ok, outer_args = self._recording, self.replayable, self._recorded_args
+        entries: list[Node] = []
+        self._recording, self.replayable, self._recorded_args = entries, True, set(args)
+        try:
+            results = build()
+            ok = self.replayable
+        finally:
+            self._recording, self._recorded_args = outer, outer_args
+            self.replayable = outer_ok and self.replayable
+            if outer is not None:
+                outer.extend(entries)
+        if ok:
+            recipe = Recipe.of(entries, args, results, self._interned_values)
+            if recipe is not None:
+                self._recipes[sig] = recipe
+        return results
+
+    def reads_values(self) -> None:
+        """Tell ``memoized`` that the rule being lowered reads the values of
+        its arguments (a constant order), not only their types: it is then
+        never replayed."""
+        self.replayable = False
+
+    def _signature(self, args: Sequence[Value]) -> list:
+        first: dict[int, int] = {}
+        return [(a.type, a.const is not None, first.setdefault(id(a), i)) for i, a in enumerate(args)]
+
+    def _replay(self, recipe: "Recipe", args: Sequence[Value]) -> list[Value]:
+        made: list[tuple[Value, ...]] = []
+        origins = self.origins
+        recording = self._recording
+        graph = self.graph
+        for op, attrs, refs, types, names, interned in recipe.steps:
+            inputs = [_resolve(r, args, made) for r in refs]
+            if interned:  # through ``add``: shared with equal nodes of constants, as when the rule runs
+                made.append(self._build(op, inputs, attrs, names))
+                continue
+            node = Node(op, inputs, attrs, types, names)
+            node.origins = origins
+            graph.append(node)
+            made.append(node.outputs)
+            if recording is not None:
+                recording.append(node)
+        return [_resolve(r, args, made) for r in recipe.results]
 
     def cast(self, value: Value, dtype: DType) -> Value:
         """``value`` converted to ``dtype`` (no node when it already has it)."""
         if value.dtype == dtype:
             return value
         if value.const is not None and value.const.size <= 16:
+            if value in self._recorded_args:
+                self.reads_values()  # folded: the result depends on the argument's value
             return self.const(value.const.astype(dtype.numpy))
         return self.add("cast", [value], {"to": dtype})
 
@@ -166,16 +316,161 @@ class LoweringContext:
         return self.const(np.asarray(value, dtype=dtype.numpy))
 
 
+def _infer(op: str, inputs: Sequence[Value], attrs: dict | None) -> tuple[tuple[dict, list[TensorType]], bool]:
+    """``((normalized attributes, output types), whether the type rule read
+    its constant inputs)`` for a node ``op(inputs){attrs}`` without nested
+    graphs. The rule gets its constant inputs through a sequence that
+    notes any access; a rule that touches none gives the same types for
+    every value of its constants (True when that cannot be told).
+
+    Raises:
+        KeyError: unknown op. ``ir.OpError``: the type rule rejects the node.
+    """
+    opdef = get_op(op)
+    norm = opdef.normalize_attrs(attrs or {})
+    types = [v.type for v in inputs]
+    consts = [v.const for v in inputs]
+    if not opdef.subgraph_roles and (opdef.num_inputs is None or opdef.num_inputs == len(types)):
+        watched = _Watched(consts)
+        try:
+            return (norm, list(opdef.infer(list(types), norm, watched))), watched.read
+        except Exception:  # noqa: BLE001 - the plain call below raises what the rule raises
+            pass
+    return (norm, opdef.infer_types(types, norm, consts)), True
+
+
+class _Watched:
+    """A read-only sequence that notes whether anything read its items."""
+
+    __slots__ = ("_items", "read")
+
+    def __init__(self, items: list):
+        self._items = items
+        self.read = False
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, i):
+        self.read = True
+        return self._items[i]
+
+    def __iter__(self):
+        self.read = True
+        return iter(self._items)
+
+    def __reversed__(self):
+        self.read = True
+        return reversed(self._items)
+
+    def __contains__(self, item) -> bool:
+        self.read = True
+        return item in self._items
+
+
+def _resolve(ref: tuple, args: Sequence[Value], made: list) -> Value:
+    kind = ref[0]
+    if kind == "arg":
+        return args[ref[1]]
+    if kind == "node":
+        return made[ref[1]][ref[2]]
+    return ref[1]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The IR a rule built for one node, as steps to rebuild it on other
+    arguments (``LoweringContext.memoized``).
+
+    Attributes:
+        steps: per node, ``(op, attributes, input refs, output types, output
+            names, interned)``; ``interned`` steps (nodes of constants
+            only) are rebuilt through ``LoweringContext.add_multi``.
+        results: a ref per result.
+
+    A ref is ``("arg", i)`` (argument ``i``), ``("node", j, k)`` (output
+    ``k`` of step ``j``) or ``("value", v)`` (a constant or interned value
+    that no argument computes).
+    """
+
+    steps: tuple
+    results: tuple
+
+    @staticmethod
+    def of(nodes: Sequence[Node], args: Sequence[Value], results: Sequence[Value],
+           interned: set) -> "Recipe | None":
+        """The recipe of ``nodes`` (built or reused, in order) computing
+        ``results`` from ``args``, or None when one reads a value that is
+        none of those, is ``random`` or holds nested graphs."""
+        where: dict[Value, tuple] = {}
+        for i, a in enumerate(args):
+            where.setdefault(a, ("arg", i))
+
+        def ref(v: Value) -> tuple | None:
+            r = where.get(v)
+            if r is None and (v.const is not None and v.producer is None or v in interned):
+                r = ("value", v)
+            return r
+
+        steps = []
+        for j, node in enumerate(nodes):
+            if node.subgraphs or get_op(node.op).has(RANDOM):
+                return None
+            refs = tuple(ref(v) for v in node.inputs)
+            if None in refs:
+                return None
+            steps.append((node.op, node.attrs, refs, tuple(v.type for v in node.outputs),
+                          tuple(v.name for v in node.outputs), bool(node.outputs) and node.outputs[0] in interned))
+            for k, v in enumerate(node.outputs):
+                where.setdefault(v, ("node", j, k))
+        refs = tuple(ref(v) for v in results)
+        if None in refs:
+            return None
+        return Recipe(tuple(steps), refs)
+
+
+def _attr_key(attrs: dict | None) -> tuple | None:
+    """A hashable form of node attributes that equals another only for equal
+    attributes of equal types (floats by their text, so ``-0.0`` and ``0.0``
+    differ, lists as tuples), or None when a value is unhashable."""
+    if not attrs:
+        return ()
+    key = tuple((k, _freeze(v)) for k, v in attrs.items())
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _freeze(v):
+    t = type(v)
+    if t is list or t is tuple:
+        return t, tuple(_freeze(x) for x in v)
+    if isinstance(v, (float, np.floating)):
+        return t, repr(v)
+    return t, v
+
+
 def ir_dtype(var) -> DType:
     """The IR dtype of a PyTensor variable (tensor or scalar type).
 
     Raises:
         Unsupported: complex, string and other dtypes with no IR equivalent.
     """
+    name = getattr(var.type, "dtype", None)
+    found = _IR_DTYPES.get(name) if type(name) is str else None
+    if found is not None:
+        return found
     try:
-        return DType.from_numpy(var.type.dtype)
+        found = DType.from_numpy(var.type.dtype)
     except (TypeError, AttributeError):
         raise Unsupported(unsupported_dtype_reason(getattr(var.type, "dtype", var.type))) from None
+    _IR_DTYPES[name] = found
+    return found
+
+
+_IR_DTYPES: dict[str, DType] = {}  # PyTensor dtype name -> IR dtype, filled on first use
 
 
 def unsupported_dtype_reason(dtype) -> str:
@@ -202,8 +497,11 @@ def ir_type(var, symbolic: Sequence[str | None] | None = None) -> TensorType:
 def _sanitize(name: str | None) -> str | None:
     if not name:
         return None
+    if _PLAIN_NAME.fullmatch(name):  # ASCII letters, digits, "_" and ".": kept as they are
+        return name
     out = "".join(c if c.isalnum() or c in "_." else "_" for c in name)
     return out if not out[0].isdigit() else "_" + out
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z_.][A-Za-z0-9_.]*")
 sanitize_name = _sanitize

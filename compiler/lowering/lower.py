@@ -133,7 +133,8 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
     graph = Graph(name)
     options = LoweringOptions(assertions=assertions, random=random, main_graph=graph)
     ctx = LoweringContext(graph, options)
-    roots = [v for v in graph_inputs(spec.outputs) if v not in set(spec.inputs)]
+    explicit = set(spec.inputs)
+    roots = [v for v in graph_inputs(spec.outputs) if v not in explicit]
     extra_shared = [v for v in roots if isinstance(v, SharedVariable)]
     missing = [v for v in roots if not isinstance(v, (SharedVariable, Constant)) and v.owner is None]
     if missing:
@@ -204,11 +205,14 @@ def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence,
     """
     failures: list[UnsupportedOccurrence] = []
     placeholders: set = set()  # variables computed from a failed node's outputs
+    per_op: dict[int, tuple] = {}  # id(op) -> (op, label, rule): many nodes share an op
     for node in order if order is not None else io_toposort(list(inputs), list(outputs)):
         ctx.source = source if source is not None else source_line(node)
-        ctx.op_label = op_label(node.op, ctx.memo)
+        known = per_op.get(id(node.op))
+        if known is None or known[0] is not node.op:
+            known = per_op[id(node.op)] = (node.op, op_label(node.op, ctx.memo), find_rule(node.op))
+        _, ctx.op_label, rule = known
         downstream = bool(placeholders) and any(v in placeholders for v in node.inputs)
-        rule = find_rule(node.op)
         try:
             if rule is None:
                 raise Unsupported("no lowering rule")
@@ -258,9 +262,12 @@ def _refine(var, value: Value, node, source) -> Value:
     dims PyTensor knows."""
     t = value.type
     static = getattr(var.type, "shape", ())
-    if t.dtype == ir_dtype(var) and len(t.shape) == len(static) and all(
-            b is None or a == b for a, b in zip(t.shape, static)):
-        return value  # the common case: nothing to check further, nothing to adopt
+    if t.dtype == ir_dtype(var) and len(t.shape) == len(static):
+        for a, b in zip(t.shape, static):
+            if b is not None and a != b:
+                break
+        else:
+            return value  # the common case: nothing to check further, nothing to adopt
     want = ir_type(var)
     if t.dtype != want.dtype or t.rank != want.rank or not all(
             dims_compatible(a, b) for a, b in zip(t.shape, want.shape)):
@@ -295,19 +302,37 @@ def source_line(node) -> str | None:
     PyTensor's ``tag.trace`` (None when PyTensor kept no trace): the innermost
     frame outside PyTensor itself (a node ``pytensor.grad`` built reports the
     user's ``grad`` call; frames inside ``compiler.nn``, the helpers that build
-    the graph for the user, are skipped too)."""
+    the graph for the user, are skipped too). Remembered per stack (many
+    nodes come from one line)."""
     for out in node.outputs:
         trace = getattr(out.tag, "trace", None)
         if trace:
             frames = trace[0] if isinstance(trace[0], list) else trace
             if frames:
-                # the last frame outside the libraries; else (all library frames) the last
-                # frame outside PyTensor; else the last frame
-                f = next((f for f in reversed(frames) if not str(f[0]).startswith(_LIBRARY_DIRS)), None)
-                if f is None:
-                    f = next((f for f in reversed(frames) if not str(f[0]).startswith(_PYTENSOR_DIR)), frames[-1])
-                return _frame_text(tuple(f))
+                key = tuple(frames)
+                try:
+                    return _SOURCES[key]
+                except KeyError:
+                    pass
+                except TypeError:  # unhashable frames
+                    return _source_of(frames)
+                if len(_SOURCES) >= 65536:
+                    _SOURCES.clear()
+                text = _SOURCES[key] = _source_of(frames)
+                return text
     return None
+
+
+_SOURCES: dict[tuple, str] = {}  # stack (tuple of frames) -> source text
+
+
+def _source_of(frames) -> str:
+    # the last frame outside the libraries; else (all library frames) the last
+    # frame outside PyTensor; else the last frame
+    f = next((f for f in reversed(frames) if not str(f[0]).startswith(_LIBRARY_DIRS)), None)
+    if f is None:
+        f = next((f for f in reversed(frames) if not str(f[0]).startswith(_PYTENSOR_DIR)), frames[-1])
+    return _frame_text(tuple(f))
 
 
 @functools.lru_cache(maxsize=4096)

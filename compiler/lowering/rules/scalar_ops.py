@@ -76,6 +76,11 @@ def _rule_of(op_type: type) -> ScalarRule | None:
 def lower_scalar_node(ctx: LoweringContext, node, args: Sequence[Value]) -> list[Value]:
     """IR values for the scalar ``Apply`` ``node`` applied elementwise to ``args``.
 
+    The rule runs once per ``node`` and signature of ``args`` (types,
+    constants, aliasing) and is replayed after that
+    (``LoweringContext.memoized``): ``lower_elemwise`` hands every
+    ``Elemwise`` of one scalar op and input dtypes the same ``node``.
+
     Raises:
         Unsupported: the scalar op has no exact IR lowering (the message names it).
         LoweringError: a rule returned values of the wrong dtype (a bug here).
@@ -86,6 +91,11 @@ def lower_scalar_node(ctx: LoweringContext, node, args: Sequence[Value]) -> list
             ir_dtype(var)  # a complex result says so, whatever its op
         why = NO_CLOSED_FORM.get(type(node.op).__name__, "has no exact ONNX lowering")
         raise Unsupported(f"scalar op {node.op} ({type(node.op).__name__}) {why}")
+    return ctx.memoized(("scalar", node), args, lambda: _checked(ctx, rule, node, args))
+
+
+def _checked(ctx: LoweringContext, rule: ScalarRule, node, args: Sequence[Value]) -> list[Value]:
+    """``rule``'s values for ``node``, checked against PyTensor's output dtypes."""
     results = rule(ctx, node, list(args))
     for var, value in zip(node.outputs, results, strict=True):
         if value.dtype != ir_dtype(var):
@@ -352,9 +362,10 @@ def _known_value(value: Value, depth: int = 8) -> np.ndarray | None:
     return get_op(node.op).evaluate(inputs, node.attrs)[value.index]
 
 
-def _constant_order(node, args, what: str) -> int:
+def _constant_order(ctx, node, args, what: str) -> int:
     """The integer first input (an order) of a PolyGamma/Ive/Iv node, which must
     be one constant value. Raises Unsupported otherwise."""
+    ctx.reads_values()  # the lowering depends on the order's value, not only its type
     order = _known_value(args[0])
     if order is None or np.unique(order).size != 1 or float(np.ravel(order)[0]) != int(np.ravel(order)[0]):
         raise Unsupported(f"{type(node.op).__name__} with a non-constant or non-integer {what} has no "
@@ -365,7 +376,7 @@ def _constant_order(node, args, what: str) -> int:
 @scalar_rule(psm.PolyGamma)
 def _polygamma(ctx, node, args):
     # PolyGamma.impl: scipy.special.polygamma(n, x); n = 0 is psi, n = 1 trigamma
-    n = _constant_order(node, args, "order n")
+    n = _constant_order(ctx, node, args, "order n")
     if n not in (0, 1):
         raise Unsupported(f"PolyGamma of order {n} (only orders 0 and 1, psi and trigamma, are lowered; "
                           "higher orders need the Hurwitz zeta function)")
@@ -375,7 +386,7 @@ def _polygamma(ctx, node, args):
 def _bessel_i(scaled: bool):
     # Ive.impl / Iv.impl: scipy.special.ive(v, x) / iv(v, x); I_{-n} = I_n for integer n
     def rule(ctx, node, args):
-        v = abs(_constant_order(node, args, "order v"))
+        v = abs(_constant_order(ctx, node, args, "order v"))
         if v > 2:
             raise Unsupported(f"{type(node.op).__name__} of order {v} (only orders 0, 1 and 2 are lowered; "
                               "general orders need Temme's method, which has no closed form)")

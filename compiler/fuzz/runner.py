@@ -294,7 +294,7 @@ def _fast_sigmoid(m: Mismatch) -> bool:
         return False
     try:
         model = m.recompile(numerics="strict")
-        return compare(model.run(*[d.copy() for d in m.data]), m.want) is None
+        return compare(model.run(*[d.copy() for d in m.data])[0], m.want) is None
     except Exception:
         return False
 

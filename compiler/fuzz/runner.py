@@ -553,19 +553,24 @@ class _Isolated:
 
 @dataclass
 class FuzzReport:
-    """Counts per class, per explanation of the ``known`` ones, and the
-    (shrunk) failures of a fuzz run."""
+    """Counts per class, per explanation of the ``known`` ones, the
+    (shrunk) failures and the ``pytensor-error`` cases of a fuzz run."""
 
     counts: Counter
     failures: list[CaseResult]
     seconds: float
     explained: Counter = field(default_factory=Counter)
+    explained_seeds: dict = field(default_factory=dict)
+    pytensor_errors: list[CaseResult] = field(default_factory=list)
 
     def summary(self) -> str:
         """Counts per class and per explanation, then each failure's repro."""
         lines = [f"{sum(self.counts.values())} graphs in {self.seconds:.1f} s: "
                  + ", ".join(f"{k} {self.counts[k]}" for k in ORDER if self.counts[k])
-                 + "".join(f"\n  known, {k}: {n}" for k, n in sorted(self.explained.items()))]
+                 + "".join(f"\n  known, {k}: {n} (seeds {' '.join(map(str, self.explained_seeds.get(k, [])))})"
+                           for k, n in sorted(self.explained.items()))
+                 + "".join(f"\n  pytensor-error seed={r.program.seed} path={r.path}: {r.detail[:160]}"
+                           for r in self.pytensor_errors)]
         lines += [f.report() for f in self.failures]
         return "\n\n".join(lines)
 
@@ -589,7 +594,8 @@ def fuzz(seed: int, n: int, *, max_steps: int = 6, isolate: bool = False, shrink
     start = time.perf_counter()
     counts: Counter = Counter()
     explained: Counter = Counter()
-    failures = []
+    explained_seeds: dict = {}
+    failures, pytensor_errors = [], []
     runner = _Isolated(timeout_s, backend) if isolate else None
     try:
         for s in range(seed, seed + n):
@@ -597,6 +603,9 @@ def fuzz(seed: int, n: int, *, max_steps: int = 6, isolate: bool = False, shrink
             counts[r.kind] += 1
             if r.kind == "known":
                 explained[r.explanation] += 1
+                explained_seeds.setdefault(r.explanation, []).append(s)
+            elif r.kind == "pytensor-error":
+                pytensor_errors.append(r)
             if r.kind in FAILURES:
                 if shrink_failures and "worker process died" not in r.detail:
                     kind = r.kind
@@ -608,4 +617,5 @@ def fuzz(seed: int, n: int, *, max_steps: int = 6, isolate: bool = False, shrink
     finally:
         if runner:
             runner.stop()
-    return FuzzReport(counts, failures, time.perf_counter() - start, explained)
+    return FuzzReport(counts, failures, time.perf_counter() - start, explained, explained_seeds,
+                      pytensor_errors)

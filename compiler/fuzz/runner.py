@@ -210,26 +210,29 @@ class Mismatch:
     def node_inputs(self, select: Callable) -> list:
         """``[(node, [input arrays])]`` for the nodes of the graph as written
         that ``select(node)`` picks, the inputs evaluated by PyTensor's
-        Python implementation on ``data`` (``[]`` when evaluation fails)."""
+        Python implementation on ``data`` (a node whose inputs PyTensor
+        cannot evaluate is left out)."""
         import pytensor
         from pytensor.compile.mode import Mode
         from pytensor.graph.basic import Constant
         from pytensor.graph.traversal import io_toposort
 
-        nodes = [n for n in io_toposort(self.inputs, [self.out]) if select(n)]
-        wanted = list(dict.fromkeys(v for n in nodes for v in n.inputs if not isinstance(v, Constant)))
-        values = {}
-        if wanted:
-            try:
+        result = []
+        for node in io_toposort(self.inputs, [self.out]):
+            if not select(node):
+                continue
+            wanted = [v for v in node.inputs if not isinstance(v, Constant)]
+            try:  # one function per node: a later node's inputs may be where PyTensor raises
                 with warnings.catch_warnings(), _inner_graphs_in_python("python"):
                     warnings.simplefilter("ignore")
                     fn = pytensor.function(self.inputs, wanted, mode=Mode(linker="py", optimizer=None),
                                            on_unused_input="ignore")
                     values = dict(zip(wanted, fn(*[d.copy() for d in self.data])))
             except Exception:
-                return []
-        return [(n, [np.asarray(v.data) if isinstance(v, Constant) else np.asarray(values[v]) for v in n.inputs])
-                for n in nodes]
+                continue
+            result.append((node, [np.asarray(v.data) if isinstance(v, Constant) else np.asarray(values[v])
+                                  for v in node.inputs]))
+        return result
 
 
 def _scalar_op(node, *classes) -> bool:
@@ -504,14 +507,25 @@ def shrink(program: Program, still_fails: Callable[[Program], bool], budget_s: f
     return program
 
 
+def _shrunk(r: CaseResult, backend: str, budget_s: float) -> CaseResult:
+    """``r``'s program shrunk (``shrink``) while it stays in ``r``'s class, rerun."""
+    small = shrink(r.program, lambda p: run_case(p, backend).kind == r.kind, budget_s)
+    return run_case(small, backend)
+
+
 def _worker(conn, backend: str) -> None:
     while True:
         try:
-            seed, max_steps = conn.recv()
+            request = conn.recv()
         except EOFError:
             return
-        r = run_case(generate(seed, max_steps), backend)
-        conn.send((r.kind, r.path, r.detail, r.explanation))
+        if request[0] == "run":
+            _, seed, max_steps = request
+            r = run_case(generate(seed, max_steps), backend)
+        else:
+            _, r, budget_s = request
+            r = _shrunk(r, backend, budget_s)
+        conn.send((r.kind, r.path, r.detail, r.explanation, r.program))
 
 
 class _Isolated:
@@ -529,20 +543,33 @@ class _Isolated:
         self.proc.start()
 
     def run(self, seed: int, max_steps: int) -> CaseResult:
+        """Run and classify the program of ``seed`` in the child."""
+        r = self._ask(("run", seed, max_steps), self.timeout_s)
+        return r if isinstance(r, CaseResult) else CaseResult("crash", "", r, generate(seed, max_steps))
+
+    def shrink(self, r: CaseResult, budget_s: float) -> CaseResult:
+        """``r`` shrunk in the child (``_shrunk``); ``r`` itself, with a note,
+        if the child dies or overruns the budget (plus ``timeout_s`` for the
+        last case) while shrinking."""
+        small = self._ask(("shrink", r, budget_s), budget_s + self.timeout_s)
+        return small if isinstance(small, CaseResult) else CaseResult(
+            r.kind, r.path, f"{r.detail} (not shrunk: {small})", r.program, r.explanation)
+
+    def _ask(self, request, timeout_s: float) -> CaseResult | str:
         if self.proc is None or not self.proc.is_alive():
             self.start()
-        self.conn.send((seed, max_steps))
-        if self.conn.poll(self.timeout_s):
+        self.conn.send(request)
+        if self.conn.poll(timeout_s):
             try:
-                kind, path, detail, explanation = self.conn.recv()
-                return CaseResult(kind, path, detail, generate(seed, max_steps), explanation)
+                kind, path, detail, explanation, program = self.conn.recv()
+                return CaseResult(kind, path, detail, program, explanation)
             except EOFError:
                 pass
             why = f"worker process died (exit code {self.proc.exitcode})"
         else:
-            why = f"no result within {self.timeout_s:.0f} s"
+            why = f"no result within {timeout_s:.0f} s"
         self.stop()
-        return CaseResult("crash", "", why, generate(seed, max_steps))
+        return why
 
     def stop(self):
         if self.proc is not None:
@@ -576,7 +603,7 @@ class FuzzReport:
 
 
 def fuzz(seed: int, n: int, *, max_steps: int = 6, isolate: bool = False, shrink_failures: bool = True,
-         timeout_s: float = 300.0, backend: str = "default",
+         timeout_s: float = 300.0, backend: str = "default", shrink_budget_s: float = 60.0,
          log: Callable[[str], None] | None = None) -> FuzzReport:
     """Run the programs of seeds ``seed .. seed+n-1``.
 
@@ -585,8 +612,10 @@ def fuzz(seed: int, n: int, *, max_steps: int = 6, isolate: bool = False, shrink
             onnxruntime (or a hang past ``timeout_s``) is classified as
             ``crash`` instead of ending the run.
         backend: how the default-mode reference runs (``reference_mode``).
-        shrink_failures: shrink each crash/mismatch with ``shrink`` (in this
-            process) before reporting it.
+        shrink_failures: shrink each crash/mismatch with ``shrink`` (for
+            ``shrink_budget_s``; with ``isolate``, in the child process, so
+            a candidate that hangs or crashes onnxruntime cannot stop the
+            run) before reporting it.
 
     Returns:
         A ``FuzzReport``.
@@ -608,9 +637,7 @@ def fuzz(seed: int, n: int, *, max_steps: int = 6, isolate: bool = False, shrink
                 pytensor_errors.append(r)
             if r.kind in FAILURES:
                 if shrink_failures and "worker process died" not in r.detail:
-                    kind = r.kind
-                    small = shrink(r.program, lambda p: run_case(p, backend).kind == kind)
-                    r = run_case(small, backend)
+                    r = runner.shrink(r, shrink_budget_s) if runner else _shrunk(r, backend, shrink_budget_s)
                 failures.append(r)
                 if log:
                     log(r.report())

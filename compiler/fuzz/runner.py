@@ -427,10 +427,12 @@ def run_case(program: Program, backend: str = "default") -> CaseResult:
         return CaseResult("invalid", "", f"build: {type(e).__name__}: {e}"[:200], program)
     data = [d for *_, d in program.inputs]
     mode = reference_mode(backend)
+    _mark(REFERENCE)
     with warnings.catch_warnings(), _inner_graphs_in_python(backend):
         warnings.simplefilter("ignore")
         raw_fn, raw_want, raw_error = _reference(inputs, out, data, Mode(linker="py", optimizer=None))
         fn, want, want_error = _reference(inputs, out, data, mode)
+    _mark(MODELS)
     if fn is None:
         return CaseResult("invalid", "", f"pytensor.function: {want_error}"[:200], program)
     results = []
@@ -513,7 +515,22 @@ def _shrunk(r: CaseResult, backend: str, budget_s: float) -> CaseResult:
     return run_case(small, backend)
 
 
-def _worker(conn, backend: str) -> None:
+# What the isolated child is doing (``_Isolated.stage``), so that a case that
+# hangs in PyTensor's reference (2.38's Python ``Composite`` computes an int
+# ``x ** x`` with Python integers: 2147483647 ** 2147483647 never ends, seed
+# 102265) is not reported as a crash of the model.
+REFERENCE, MODELS = 1, 2
+_stage = None
+
+
+def _mark(stage: int) -> None:
+    if _stage is not None:
+        _stage.value = stage
+
+
+def _worker(conn, backend: str, stage) -> None:
+    global _stage
+    _stage = stage
     while True:
         try:
             request = conn.recv()
@@ -529,23 +546,31 @@ def _worker(conn, backend: str) -> None:
 
 
 class _Isolated:
-    """Cases run in a forked child; a child that dies or hangs is a crash."""
+    """Cases run in a forked child; a child that dies or hangs is a crash,
+    unless it hung in PyTensor's reference (``pytensor-error``)."""
 
     def __init__(self, timeout_s: float, backend: str):
         self.timeout_s = timeout_s
         self.backend = backend
         self.proc = None
+        self.hung_in = 0
 
     def start(self):
         ctx = multiprocessing.get_context("fork")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, self.backend), daemon=True)
+        self.stage = ctx.Value("i", 0, lock=False)
+        self.proc = ctx.Process(target=_worker, args=(child, self.backend, self.stage), daemon=True)
         self.proc.start()
 
     def run(self, seed: int, max_steps: int) -> CaseResult:
         """Run and classify the program of ``seed`` in the child."""
         r = self._ask(("run", seed, max_steps), self.timeout_s)
-        return r if isinstance(r, CaseResult) else CaseResult("crash", "", r, generate(seed, max_steps))
+        if isinstance(r, CaseResult):
+            return r
+        if r.startswith("no result") and self.hung_in == REFERENCE:
+            return CaseResult("pytensor-error", "", f"PyTensor's reference did not finish ({r})",
+                              generate(seed, max_steps))
+        return CaseResult("crash", "", r, generate(seed, max_steps))
 
     def shrink(self, r: CaseResult, budget_s: float) -> CaseResult:
         """``r`` shrunk in the child (``_shrunk``); ``r`` itself, with a note,
@@ -558,6 +583,7 @@ class _Isolated:
     def _ask(self, request, timeout_s: float) -> CaseResult | str:
         if self.proc is None or not self.proc.is_alive():
             self.start()
+        self.stage.value = 0
         self.conn.send(request)
         if self.conn.poll(timeout_s):
             try:
@@ -568,6 +594,7 @@ class _Isolated:
             why = f"worker process died (exit code {self.proc.exitcode})"
         else:
             why = f"no result within {timeout_s:.0f} s"
+        self.hung_in = self.stage.value
         self.stop()
         return why
 

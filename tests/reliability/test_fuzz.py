@@ -137,6 +137,26 @@ def test_quick_fuzz_run_has_no_unexplained_failures(start):
 @pytest.mark.slow
 @pytest.mark.parametrize("start", range(100_000, 105_000, 100))
 def test_long_fuzz_run_has_no_failures(start):
-    report = fuzz(start, 100, isolate=True, shrink_failures=True, backend="python", timeout_s=900)
+    report = fuzz(start, 100, isolate=True, shrink_failures=True, backend="python", timeout_s=120)
     print(report.summary())
     assert not report.failures, report.summary()
+
+
+def test_a_hang_is_a_crash_only_outside_pytensors_reference(monkeypatch):
+    """An isolated case that overruns its timeout is a ``crash`` when it hung
+    compiling or running the model, ``pytensor-error`` when it hung in
+    PyTensor's reference (2.38's Python ``Composite`` computing an int32
+    ``2147483647 ** 2147483647`` with Python integers, seed 102265)."""
+    import time
+
+    from compiler.fuzz import runner
+
+    iso = runner._Isolated(2.0, "python")
+    try:
+        monkeypatch.setattr(runner, "_reference", lambda *args: time.sleep(60))  # the child is forked
+        assert iso.run(1000, 6).kind == "pytensor-error"
+        monkeypatch.undo()
+        monkeypatch.setattr(runner, "compile_to_onnx", lambda *args, **kw: time.sleep(60))
+        assert iso.run(1000, 6).kind == "crash"
+    finally:
+        iso.stop()

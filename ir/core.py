@@ -195,6 +195,19 @@ def inherit_origins(value: Value, origins: Sequence[Origin]) -> None:
         stack.extend(v.producer for v in node.inputs if v.producer is not None)
 
 
+def frozen(array) -> bool:
+    """Whether ``array`` is a NumPy array no one can write: read-only, and
+    so is every array it views; the buffer at the bottom is immutable
+    (``bytes``) or owned by the array itself."""
+    if not isinstance(array, np.ndarray):
+        return False
+    while isinstance(array, np.ndarray):
+        if array.flags.writeable:
+            return False
+        array = array.base
+    return array is None or isinstance(array, bytes)
+
+
 class Graph:
     """A function body: ordered inputs, constants, nodes and outputs.
 
@@ -233,13 +246,17 @@ class Graph:
         return v
 
     def add_constant(self, array, name: str = "const", type: TensorType | None = None) -> Value:
-        """Add a named constant holding a copy of ``array`` (made unique by a
-        numeric suffix if ``name`` is taken); returns its value.
+        """Add a named constant holding ``array`` (made unique by a numeric
+        suffix if ``name`` is taken); returns its value.
 
-        The array is stored read-only so no pass can change a user's data.
+        The array is stored read-only so no pass can change a user's data:
+        an array nobody can write (``frozen``: read-only, and so is every
+        array it views) is kept as it is, without copying its bytes (another
+        graph's constants, a user's read-only weights); any other is copied.
         """
-        array = np.array(array, copy=True)
-        array.setflags(write=False)
+        if not frozen(array):
+            array = np.array(array, copy=True)
+            array.setflags(write=False)
         t = type or TensorType.of_array(array)
         if t.dtype.numpy != array.dtype:
             raise TypeError(f"constant {name}: array dtype {array.dtype} != {t.dtype}")

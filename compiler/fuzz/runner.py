@@ -6,7 +6,9 @@ outputs=...)``) and from the default-mode ``pytensor.function``
 (``compile_to_onnx(f)``). The raw-graph model is compared with PyTensor
 running the graph as written (no rewrites), the other with the default-mode
 function: PyTensor's rewrites change some results (``x / x`` becomes 1 at
-0/0), and a model compiled from a function follows that function. Outcome classes, worst first:
+0/0), and a model compiled from a function follows that function. Models run in onnxruntime
+with its default session options (``default_session``). Outcome classes,
+worst first:
 
 - ``crash``: onnxruntime raised or the worker process died (a hard crash is
   caught by running cases in a child process), or the compiler raised
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+import onnxruntime as ort
 
 from compiler import compile_to_onnx
 from compiler.errors import UnsupportedOpsError
@@ -50,12 +53,15 @@ FAILURES = ("crash", "mismatch")
 @dataclass
 class CaseResult:
     """The outcome of one program: its class, which path decided it
-    (``raw``/``compiled``), a one-line detail and the program."""
+    (``raw``/``compiled``), a one-line detail, the program, and for
+    ``known`` the explanation's name (a ``KNOWN`` entry, or
+    ``implementations: <which agrees>``)."""
 
     kind: str
     path: str
     detail: str
     program: Program = field(repr=False)
+    explanation: str = ""
 
     def report(self) -> str:
         """A repro: the class, detail, program source and data."""
@@ -100,6 +106,17 @@ def compare(got, want) -> str | None:
     return None
 
 
+def default_session(model):
+    """An ``onnxruntime.InferenceSession`` of ``model`` with onnxruntime's
+    default session options (CPU provider; unlike ``CompiledModel.session``,
+    no optimizer disabled): what a user's own session runs.
+
+    Raises:
+        onnxruntime's errors when it rejects the model.
+    """
+    return ort.InferenceSession(model.model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
 def _classify_path(path: str, make_model, data, want, want_error) -> tuple[str, str, object]:
     try:
         with warnings.catch_warnings():
@@ -116,7 +133,7 @@ def _classify_path(path: str, make_model, data, want, want_error) -> tuple[str, 
             return "match", "both refused the inputs", None
         return "mismatch", f"input check refused what PyTensor ran: {e}"[:300], None
     try:
-        got = model.session.run(model.output_names, feed)
+        got = default_session(model).run(model.output_names, feed)
     except Exception as e:
         return "crash", f"onnxruntime: {type(e).__name__}: {e}"[:300], None
     if want_error is not None:
@@ -171,30 +188,154 @@ def _reference(inputs, out, data, mode):
         return fn, None, e
 
 
+@dataclass
+class Mismatch:
+    """What a ``KNOWN`` entry may inspect about a mismatch: the program, the
+    path (``raw``/``compiled``) and reference backend, the graph's PyTensor
+    ``inputs``/``out`` and ``data``, the model's result ``got``, the
+    reference's ``want``, and ``recompile(**options)``, which compiles the
+    same path again with other ``compile_to_onnx`` options."""
+
+    program: Program
+    detail: str
+    path: str
+    backend: str
+    inputs: list
+    out: object
+    data: list
+    got: np.ndarray
+    want: np.ndarray
+    recompile: Callable
+
+    def node_inputs(self, select: Callable) -> list:
+        """``[(node, [input arrays])]`` for the nodes of the graph as written
+        that ``select(node)`` picks, the inputs evaluated by PyTensor's
+        Python implementation on ``data`` (a node whose inputs PyTensor
+        cannot evaluate is left out)."""
+        import pytensor
+        from pytensor.compile.mode import Mode
+        from pytensor.graph.basic import Constant
+        from pytensor.graph.traversal import io_toposort
+
+        result = []
+        for node in io_toposort(self.inputs, [self.out]):
+            if not select(node):
+                continue
+            wanted = [v for v in node.inputs if not isinstance(v, Constant)]
+            try:  # one function per node: a later node's inputs may be where PyTensor raises
+                with warnings.catch_warnings(), _inner_graphs_in_python("python"):
+                    warnings.simplefilter("ignore")
+                    fn = pytensor.function(self.inputs, wanted, mode=Mode(linker="py", optimizer=None),
+                                           on_unused_input="ignore")
+                    values = dict(zip(wanted, fn(*[d.copy() for d in self.data])))
+            except Exception:
+                continue
+            result.append((node, [np.asarray(v.data) if isinstance(v, Constant) else np.asarray(values[v])
+                                  for v in node.inputs]))
+        return result
+
+
+def _scalar_op(node, *classes) -> bool:
+    return isinstance(getattr(node.op, "scalar_op", None), classes)
+
+
+def _unspecified_cast(m: Mismatch) -> bool:
+    """A float-to-integer ``Cast`` of the graph as written receives NaN,
+    +-inf or a value whose integer part is out of the target's range (to
+    bool: NaN) at run time: NumPy and ONNX leave the result unspecified."""
+    import pytensor.scalar as ps
+
+    def bad(node, x):
+        target = np.dtype(node.outputs[0].dtype)
+        if x.dtype.kind != "f" or target.kind not in "iub":
+            return False
+        if target.kind == "b":
+            return bool(np.isnan(x).any())
+        info = np.iinfo(target)
+        with np.errstate(invalid="ignore"):
+            t = np.trunc(x.astype(np.float64))
+            return bool((~np.isfinite(t) | (t < info.min) | (t > info.max)).any())
+
+    return any(bad(node, ins[0]) for node, ins in m.node_inputs(lambda n: _scalar_op(n, ps.Cast)))
+
+
+def _negative_integer_power(m: Mismatch) -> bool:
+    """An integer ``pow`` of the graph as written has a negative exponent at
+    run time (NumPy raises, C and ONNX give different values)."""
+    import pytensor.scalar as ps
+
+    return any(np.dtype(node.outputs[0].dtype).kind in "iu" and (ins[1] < 0).any()
+               for node, ins in m.node_inputs(lambda n: _scalar_op(n, ps.Pow)))
+
+
+def _int64_beyond_float64(m: Mismatch) -> bool:
+    """A float mismatch where a node of the graph as written computes a float
+    result from an int64/uint64 value beyond 2^53 (not exactly a float64:
+    PyTensor and the model may round it at different steps)."""
+    if "float values differ" not in m.detail:
+        return False
+
+    def select(node):
+        return (any(getattr(o.type, "dtype", "").startswith("float") for o in node.outputs)
+                and any(getattr(i.type, "dtype", "") in ("int64", "uint64") for i in node.inputs))
+
+    return any(any(x.dtype in (np.int64, np.uint64) and (np.abs(x.astype(np.float64)) > 2.0**53).any() for x in ins)
+               for _, ins in m.node_inputs(select))
+
+
+def _fast_sigmoid(m: Mismatch) -> bool:
+    """A float32/float16 float mismatch of a graph with a float32/float16
+    ``sigmoid`` that the same path compiled with ``numerics="strict"`` does
+    not have: the documented 2 eps absolute bound of ``numerics="fast"``'s
+    ONNX Sigmoid, not the fuzzer's relative bound."""
+    import pytensor.scalar as ps
+
+    if "float values differ" not in m.detail or m.got.dtype not in (np.float32, np.float16):
+        return False
+    if not any(node.outputs[0].dtype in ("float32", "float16")
+               for node, _ in m.node_inputs(lambda n: _scalar_op(n, ps.Sigmoid))):
+        return False
+    try:
+        model = m.recompile(numerics="strict")
+        return compare(model.run(*[d.copy() for d in m.data])[0], m.want) is None
+    except Exception:
+        return False
+
+
+def _default_mode_skips_nan(m: Mismatch) -> bool:
+    """Against the default backend (``backend="default"``), on the compiled
+    path: the model has NaN where the default mode's max/min/argmax skipped
+    it, and equals it everywhere else."""
+    import pytensor.scalar as ps
+
+    if m.backend != "default" or m.path != "compiled" or m.got.shape != m.want.shape or m.want.dtype.kind != "f":
+        return False
+    extra = np.isnan(m.got) & ~np.isnan(m.want)
+    if not extra.any() or compare(np.where(extra, 0, m.got), np.where(extra, 0, m.want)) is not None:
+        return False
+    return bool(m.node_inputs(lambda n: _scalar_op(n, ps.Maximum, ps.Minimum) or type(n.op).__name__ == "Argmax"))
+
+
 # Documented differences (README, "Known, documented differences"): a
-# mismatch they explain is classified ``known`` with the entry's name.
+# mismatch one of them explains is classified ``known`` with the entry's
+# name. Each predicate checks the exact documented condition at run time
+# (the values reaching the op), not the mere presence of an op.
 KNOWN = [
     ("nan-in-max-min", "PyTensor's default mode skips a NaN in some positions of max/min; we propagate it "
-                       "like NumPy and PyTensor's Python implementation",
-     lambda src, detail, path: path == "compiled" and "NaN pattern" in detail
-     and any(f"pt.{r}(" in src for r in ("max", "min", "argmax"))),
-    ("float-to-int-cast", "float-to-int casts of NaN/inf/out-of-range values are unspecified",
-     lambda src, detail, path: "pt.cast(" in src and any(f"'{t}'" in src for t in
-                                                         ("int8", "int16", "int32", "int64", "uint8", "bool"))),
+                       "like NumPy and PyTensor's Python implementation", _default_mode_skips_nan),
+    ("float-to-int-cast", "float-to-int casts of NaN/inf/out-of-range values are unspecified", _unspecified_cast),
     ("negative-int-power", "integer ** negative integer is unspecified (NumPy raises, C wraps)",
-     lambda src, detail, path: " ** " in src),
+     _negative_integer_power),
     ("fast-float32-sigmoid", "numerics='fast' emits float32 sigmoid as ONNX Sigmoid, within 2 eps absolute "
-                             "(README, numerics contract), not the fuzzer's relative bound",
-     lambda src, detail, path: "pt.sigmoid(" in src and "float values differ: np.float32(" in detail),
-    ("integer-overflow-in-float", "int64 extremes lose precision when an op computes in float64",
-     lambda src, detail, path: "float values differ" in detail and "int64" in src),
+                             "(README, numerics contract), not the fuzzer's relative bound", _fast_sigmoid),
+    ("integer-overflow-in-float", "int64 values beyond 2^53 lose precision when an op computes in float64",
+     _int64_beyond_float64),
 ]
 
 
-def known_difference(program: Program, detail: str, path: str) -> str | None:
-    """The name of the ``KNOWN`` entry explaining a mismatch, or None."""
-    src = program.source()
-    return next((name for name, _, pred in KNOWN if pred(src, detail, path)), None)
+def known_difference(mismatch: Mismatch) -> str | None:
+    """The name of the ``KNOWN`` entry explaining ``mismatch``, or None."""
+    return next((name for name, _, pred in KNOWN if pred(mismatch)), None)
 
 
 def implementation_difference(path: str, backend: str, inputs, out, fn, data, got) -> str | None:
@@ -286,10 +427,12 @@ def run_case(program: Program, backend: str = "default") -> CaseResult:
         return CaseResult("invalid", "", f"build: {type(e).__name__}: {e}"[:200], program)
     data = [d for *_, d in program.inputs]
     mode = reference_mode(backend)
+    _mark(REFERENCE)
     with warnings.catch_warnings(), _inner_graphs_in_python(backend):
         warnings.simplefilter("ignore")
         raw_fn, raw_want, raw_error = _reference(inputs, out, data, Mode(linker="py", optimizer=None))
         fn, want, want_error = _reference(inputs, out, data, mode)
+    _mark(MODELS)
     if fn is None:
         return CaseResult("invalid", "", f"pytensor.function: {want_error}"[:200], program)
     results = []
@@ -297,16 +440,26 @@ def run_case(program: Program, backend: str = "default") -> CaseResult:
             ("raw", lambda: compile_to_onnx(inputs, outputs=[out]), raw_want, raw_error),
             ("compiled", lambda: compile_to_onnx(fn), want, want_error)):
         kind, detail, got = _classify_path(path, make, data, ref, ref_error)
+        explanation = ""
         if kind in ("mismatch", "pytensor-error") and got is not None:
             why = implementation_difference(path, backend, inputs, out, fn, data, got)
             if why:
+                explanation = ("reference raised; " if kind == "pytensor-error" else "") + why.split(" gives")[0]
                 kind, detail = "known", f"{why}: {detail}"
-        if kind == "mismatch":
-            name = known_difference(program, detail, path)
+        if kind == "mismatch" and got is not None:
+            name = known_difference(Mismatch(program, detail, path, backend, inputs, out, data, np.asarray(got),
+                                             np.asarray(ref), recompile=_recompiler(path, inputs, out, fn)))
             if name:
-                kind, detail = "known", f"{name}: {detail}"
-        results.append(CaseResult(kind, path, detail, program))
+                kind, detail, explanation = "known", f"{name}: {detail}", name
+        results.append(CaseResult(kind, path, detail, program, explanation))
     return min(results, key=lambda r: ORDER.index(r.kind))
+
+
+def _recompiler(path: str, inputs, out, fn) -> Callable:
+    def recompile(**options):
+        return compile_to_onnx(inputs, outputs=[out], **options) if path == "raw" else compile_to_onnx(fn, **options)
+
+    return recompile
 
 
 def shrink(program: Program, still_fails: Callable[[Program], bool], budget_s: float = 60.0) -> Program:
@@ -356,45 +509,94 @@ def shrink(program: Program, still_fails: Callable[[Program], bool], budget_s: f
     return program
 
 
-def _worker(conn, backend: str) -> None:
+def _shrunk(r: CaseResult, backend: str, budget_s: float) -> CaseResult:
+    """``r``'s program shrunk (``shrink``) while it stays in ``r``'s class, rerun."""
+    small = shrink(r.program, lambda p: run_case(p, backend).kind == r.kind, budget_s)
+    return run_case(small, backend)
+
+
+# What the isolated child is doing (``_Isolated.stage``), so that a case that
+# hangs in PyTensor's reference (2.38's Python ``Composite`` computes an int
+# ``x ** x`` with Python integers: 2147483647 ** 2147483647 never ends, seed
+# 102265) is not reported as a crash of the model.
+REFERENCE, MODELS = 1, 2
+_stage = None
+
+
+def _mark(stage: int) -> None:
+    if _stage is not None:
+        _stage.value = stage
+
+
+def _worker(conn, backend: str, stage) -> None:
+    global _stage
+    _stage = stage
     while True:
         try:
-            seed, max_steps = conn.recv()
+            request = conn.recv()
         except EOFError:
             return
-        r = run_case(generate(seed, max_steps), backend)
-        conn.send((r.kind, r.path, r.detail))
+        if request[0] == "run":
+            _, seed, max_steps = request
+            r = run_case(generate(seed, max_steps), backend)
+        else:
+            _, r, budget_s = request
+            r = _shrunk(r, backend, budget_s)
+        conn.send((r.kind, r.path, r.detail, r.explanation, r.program))
 
 
 class _Isolated:
-    """Cases run in a forked child; a child that dies or hangs is a crash."""
+    """Cases run in a forked child; a child that dies or hangs is a crash,
+    unless it hung in PyTensor's reference (``pytensor-error``)."""
 
     def __init__(self, timeout_s: float, backend: str):
         self.timeout_s = timeout_s
         self.backend = backend
         self.proc = None
+        self.hung_in = 0
 
     def start(self):
         ctx = multiprocessing.get_context("fork")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, self.backend), daemon=True)
+        self.stage = ctx.Value("i", 0, lock=False)
+        self.proc = ctx.Process(target=_worker, args=(child, self.backend, self.stage), daemon=True)
         self.proc.start()
 
     def run(self, seed: int, max_steps: int) -> CaseResult:
+        """Run and classify the program of ``seed`` in the child."""
+        r = self._ask(("run", seed, max_steps), self.timeout_s)
+        if isinstance(r, CaseResult):
+            return r
+        if r.startswith("no result") and self.hung_in == REFERENCE:
+            return CaseResult("pytensor-error", "", f"PyTensor's reference did not finish ({r})",
+                              generate(seed, max_steps))
+        return CaseResult("crash", "", r, generate(seed, max_steps))
+
+    def shrink(self, r: CaseResult, budget_s: float) -> CaseResult:
+        """``r`` shrunk in the child (``_shrunk``); ``r`` itself, with a note,
+        if the child dies or overruns the budget (plus ``timeout_s`` for the
+        last case) while shrinking."""
+        small = self._ask(("shrink", r, budget_s), budget_s + self.timeout_s)
+        return small if isinstance(small, CaseResult) else CaseResult(
+            r.kind, r.path, f"{r.detail} (not shrunk: {small})", r.program, r.explanation)
+
+    def _ask(self, request, timeout_s: float) -> CaseResult | str:
         if self.proc is None or not self.proc.is_alive():
             self.start()
-        self.conn.send((seed, max_steps))
-        if self.conn.poll(self.timeout_s):
+        self.stage.value = 0
+        self.conn.send(request)
+        if self.conn.poll(timeout_s):
             try:
-                kind, path, detail = self.conn.recv()
-                return CaseResult(kind, path, detail, generate(seed, max_steps))
+                kind, path, detail, explanation, program = self.conn.recv()
+                return CaseResult(kind, path, detail, program, explanation)
             except EOFError:
                 pass
             why = f"worker process died (exit code {self.proc.exitcode})"
         else:
-            why = f"no result within {self.timeout_s:.0f} s"
+            why = f"no result within {timeout_s:.0f} s"
+        self.hung_in = self.stage.value
         self.stop()
-        return CaseResult("crash", "", why, generate(seed, max_steps))
+        return why
 
     def stop(self):
         if self.proc is not None:
@@ -405,22 +607,30 @@ class _Isolated:
 
 @dataclass
 class FuzzReport:
-    """Counts per class and the (shrunk) failures of a fuzz run."""
+    """Counts per class, per explanation of the ``known`` ones, the
+    (shrunk) failures and the ``pytensor-error`` cases of a fuzz run."""
 
     counts: Counter
     failures: list[CaseResult]
     seconds: float
+    explained: Counter = field(default_factory=Counter)
+    explained_seeds: dict = field(default_factory=dict)
+    pytensor_errors: list[CaseResult] = field(default_factory=list)
 
     def summary(self) -> str:
-        """Counts per class, then each failure's repro."""
+        """Counts per class and per explanation, then each failure's repro."""
         lines = [f"{sum(self.counts.values())} graphs in {self.seconds:.1f} s: "
-                 + ", ".join(f"{k} {self.counts[k]}" for k in ORDER if self.counts[k])]
+                 + ", ".join(f"{k} {self.counts[k]}" for k in ORDER if self.counts[k])
+                 + "".join(f"\n  known, {k}: {n} (seeds {' '.join(map(str, self.explained_seeds.get(k, [])))})"
+                           for k, n in sorted(self.explained.items()))
+                 + "".join(f"\n  pytensor-error seed={r.program.seed} path={r.path}: {r.detail[:160]}"
+                           for r in self.pytensor_errors)]
         lines += [f.report() for f in self.failures]
         return "\n\n".join(lines)
 
 
 def fuzz(seed: int, n: int, *, max_steps: int = 6, isolate: bool = False, shrink_failures: bool = True,
-         timeout_s: float = 300.0, backend: str = "default",
+         timeout_s: float = 300.0, backend: str = "default", shrink_budget_s: float = 60.0,
          log: Callable[[str], None] | None = None) -> FuzzReport:
     """Run the programs of seeds ``seed .. seed+n-1``.
 
@@ -429,29 +639,37 @@ def fuzz(seed: int, n: int, *, max_steps: int = 6, isolate: bool = False, shrink
             onnxruntime (or a hang past ``timeout_s``) is classified as
             ``crash`` instead of ending the run.
         backend: how the default-mode reference runs (``reference_mode``).
-        shrink_failures: shrink each crash/mismatch with ``shrink`` (in this
-            process) before reporting it.
+        shrink_failures: shrink each crash/mismatch with ``shrink`` (for
+            ``shrink_budget_s``; with ``isolate``, in the child process, so
+            a candidate that hangs or crashes onnxruntime cannot stop the
+            run) before reporting it.
 
     Returns:
         A ``FuzzReport``.
     """
     start = time.perf_counter()
     counts: Counter = Counter()
-    failures = []
+    explained: Counter = Counter()
+    explained_seeds: dict = {}
+    failures, pytensor_errors = [], []
     runner = _Isolated(timeout_s, backend) if isolate else None
     try:
         for s in range(seed, seed + n):
             r = runner.run(s, max_steps) if runner else run_case(generate(s, max_steps), backend)
             counts[r.kind] += 1
+            if r.kind == "known":
+                explained[r.explanation] += 1
+                explained_seeds.setdefault(r.explanation, []).append(s)
+            elif r.kind == "pytensor-error":
+                pytensor_errors.append(r)
             if r.kind in FAILURES:
                 if shrink_failures and "worker process died" not in r.detail:
-                    kind = r.kind
-                    small = shrink(r.program, lambda p: run_case(p, backend).kind == kind)
-                    r = run_case(small, backend)
+                    r = runner.shrink(r, shrink_budget_s) if runner else _shrunk(r, backend, shrink_budget_s)
                 failures.append(r)
                 if log:
                     log(r.report())
     finally:
         if runner:
             runner.stop()
-    return FuzzReport(counts, failures, time.perf_counter() - start)
+    return FuzzReport(counts, failures, time.perf_counter() - start, explained, explained_seeds,
+                      pytensor_errors)

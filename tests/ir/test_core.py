@@ -174,6 +174,26 @@ def test_constants_are_read_only_copies():
     assert c.type == TensorType(F32, (2,))
 
 
+def test_frozen_arrays_are_kept_without_a_copy():
+    """An array no one can write (read-only down to an owned or ``bytes``
+    buffer) is kept as is: another graph's constants and read-only weights
+    cost no copy; a read-only view of a writeable array is copied."""
+    g = Graph()
+    frozen_w = np.arange(6, dtype=np.float32)
+    frozen_w.setflags(write=False)
+    assert g.add_constant(frozen_w, "w").const is frozen_w
+    c = g.add_constant(np.ones(3, np.float32), "c")
+    assert Graph().add_constant(c.const, "c").const is c.const
+    from_bytes = np.frombuffer(b"\x00" * 8, np.float32)
+    assert g.add_constant(from_bytes, "b").const is from_bytes
+    base = np.zeros(4, np.float32)
+    view = base[1:]
+    view.setflags(write=False)
+    kept = g.add_constant(view, "v").const
+    base[1] = 9.0
+    assert kept is not view and kept.tolist() == [0.0, 0.0, 0.0]
+
+
 def test_add_constant_makes_names_unique_and_checks_dtype():
     g = Graph()
     g.add_input(T2, "w_2")

@@ -12,7 +12,9 @@ the ``expm1``/``log1p`` formulas of ``mathfn``):
 * sin, cos, tan: Cody-Waite reduction by pi/2 in four parts (fdlibm's
   constants), exact for |x| < 2^20 pi/2; beyond that onnxruntime's own
   Sin/Cos (tan = sin/cos).
-* sinh, cosh, asinh, acosh, atanh: glibc's (fdlibm's) formulas.
+* sinh, cosh, tanh, asinh, acosh, atanh: glibc's (fdlibm's) formulas
+  (onnxruntime's float64 Tanh is up to 6 ulp off, which ``log1p(tanh(x))``
+  near -1 amplifies ~1e5 times; fuzz seed 104414).
 * atan: fdlibm's ``s_atan.c`` (four reduction intervals, an 11-term odd
   polynomial); asin(x) = atan(x / sqrt((1-x)(1+x))),
   acos(x) = 2 atan(sqrt((1-x)/(1+x))).
@@ -157,6 +159,32 @@ def cosh_f64(ctx, x):
     e = ctx.op("Exp", a)
     mid = ctx.op("Add", ctx.op("Mul", _k(ctx, 0.5), e), ctx.op("Div", _k(ctx, 0.5), e))
     return _select(ctx, [(_lt(ctx, a, LN2 / 2), small), (_lt(ctx, a, 22.0), mid)], _exp_large(ctx, a, 0.5))
+
+
+TANH_P = (-9.64399179425052238628E-1, -9.92877231001918586564E1, -1.61468768441708447952E3)
+TANH_Q = (1.12811678491632931402E2, 2.23548839060100448583E3, 4.84406305325125486048E3)
+TANH_SPLIT = 0.625
+
+
+def tanh_f64(ctx, x):
+    """Cephes ``tanh`` on a = |x|: a <= 0.625: a + a^3 P(a^2)/Q(a^2);
+    else glibc's ``1 - 2/(t+2)`` with t = expm1(2a) (1 once t overflows); odd.
+
+    Past 0.625 the result is 1 minus a term whose few-ulp error shrinks
+    with it, so far from 0 it rounds like the exact value (onnxruntime's
+    float64 Tanh is up to 7 ulp off there, which ``log1p(tanh(x))`` near
+    -1 amplifies ~1e5 times; fuzz seed 104414). Measured against mpmath:
+    see ``tests/numerics/test_contract.py``.
+    """
+    def magnitude(a):
+        z = ctx.op("Mul", a, a)
+        poly = ctx.op("Div", horner(ctx, z, TANH_P), horner(ctx, z, TANH_Q, leading_one=True))
+        small = ctx.op("Add", a, ctx.op("Mul", ctx.op("Mul", a, z), poly))
+        t = expm1(ctx, ctx.op("Add", a, a), F64)
+        large = ctx.op("Sub", _k(ctx, 1.0), ctx.op("Div", _k(ctx, 2.0), ctx.op("Add", t, _k(ctx, 2.0))))
+        return ctx.op("Where", ctx.op("LessOrEqual", a, _k(ctx, TANH_SPLIT)), small, large)
+
+    return _odd(ctx, x, magnitude)
 
 
 def asinh_f64(ctx, x):
@@ -305,5 +333,5 @@ def erf_f64(ctx, x):
 
 # IR op -> float64 form, used by ``elementwise.float_unary`` for float64 inputs.
 F64_FORMULAS = {"sin": sin_f64, "cos": cos_f64, "tan": tan_f64, "sinh": sinh_f64, "cosh": cosh_f64,
-                "asinh": asinh_f64, "acosh": acosh_f64, "atanh": atanh_f64, "atan": atan_f64,
+                "tanh": tanh_f64, "asinh": asinh_f64, "acosh": acosh_f64, "atanh": atanh_f64, "atan": atan_f64,
                 "asin": asin_f64, "acos": acos_f64, "erf": erf_f64}

@@ -27,8 +27,9 @@ def _model(n_rows: int, n_cols: int = 1024):
 
 
 def _check(tmp_path, n_rows, **options):
+    """Compile with the default passes, run, save, reload and run again."""
     x, W, y = _model(n_rows)
-    m = compile_to_onnx([x], outputs=[y], passes=[], **options)
+    m = compile_to_onnx([x], outputs=[y], **options)
     xv = np.linspace(-1, 1, 1024, dtype=np.float32)
     w = W.get_value(borrow=True)
     step = 1 << 14  # row blocks: the float64 reference costs one block, not a copy of the weights

@@ -34,7 +34,7 @@ from ir.interpreter import evaluate
 from ir.parser import parse_graph
 from ir.printer import print_graph
 from ir.verifier import verify
-from passes import Pass, get_pass, register_pass
+from passes import Pass, get_pass, register_pass, run_pass
 
 _PASS_SPEC = re.compile(r"\s*([A-Za-z0-9_.-]+)\s*(?:\{([^}]*)\})?\s*(?:,|$)")
 
@@ -105,9 +105,7 @@ def run_opt(text: str, pass_list: str, *, print_after_all: bool = False, print_a
             results = evaluate(graph, inputs)
     before = print_graph(graph)
     for p in passes:
-        changed = bool(p.run(graph))
-        if changed and not p.records_changes:
-            graph.forget_changes()
+        changed = run_pass(p, graph)
         if verify_each:
             verify(graph, context=f"after {p.name}")
         if print_after_all or (print_after_change and changed):

@@ -185,6 +185,8 @@ class OpDef:
                     subgraphs: dict | None = None) -> list[TensorType]:
         """Output types for inputs of ``types`` (see ``infer``); ``subgraphs``
         are the node's nested graphs (used by ops with ``subgraph_roles``).
+        ``consts`` is read, never copied or changed (a caller may pass a
+        sequence that notes which constants the rule reads).
 
         Raises:
             OpError: the type rule rejects the inputs, or an op with
@@ -192,14 +194,16 @@ class OpDef:
         """
         if self.num_inputs is not None and len(types) != self.num_inputs:
             self.check_arity(len(types))
-        consts = list(consts) if consts is not None else [None] * len(types)
+        if consts is None:
+            consts = [None] * len(types)
+        types = types if type(types) is list else list(types)
         if not self.subgraph_roles:
-            result = self.infer(list(types), attrs, consts)
+            result = self.infer(types, attrs, consts)
             return result if type(result) is list else list(result)
         subgraphs = dict(subgraphs or {})
         if sorted(subgraphs) != sorted(self.subgraph_roles):
             raise OpError(f"{self.name} needs nested graphs {list(self.subgraph_roles)}, got {sorted(subgraphs)}")
-        return list(self.infer(list(types), attrs, consts, subgraphs))
+        return list(self.infer(types, attrs, consts, subgraphs))
 
 
 _REGISTRY: dict[str, OpDef] = {}

@@ -2,7 +2,7 @@
 when no passes are given; read it top to bottom."""
 
 from passes.base import (ENTRY_POINT_GROUP, Pass, PassRecord, get_pass, register_pass, registered_passes,
-                         resolve_passes, run_pipeline)
+                         resolve_passes, run_pass, run_pipeline)
 # Importing a pass module registers its passes.
 from passes import canonicalize, constant_folding, cse, dce  # noqa: F401
 from passes import shape_folding, shape_inference  # noqa: F401
@@ -82,4 +82,4 @@ DEFAULT_PIPELINE: list[str] = [
 ]
 
 __all__ = ["DEFAULT_PIPELINE", "ENTRY_POINT_GROUP", "Pass", "PassRecord", "get_pass", "register_pass",
-           "registered_passes", "resolve_passes", "run_pipeline"]
+           "registered_passes", "resolve_passes", "run_pass", "run_pipeline"]

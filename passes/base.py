@@ -170,6 +170,16 @@ def check_order(passes: Sequence[Pass]) -> None:
                     p.name, name)
 
 
+def run_pass(p: Pass, graph: Graph) -> bool:
+    """``p.run(graph)`` as a bool; after a pass that changed ``graph`` but
+    does not record its changes (``Pass.records_changes``), the graph's
+    change record ends, so the next ``shape-inference`` is a full run."""
+    changed = bool(p.run(graph))
+    if changed and not p.records_changes:
+        graph.forget_changes()
+    return changed
+
+
 def run_pipeline(graph: Graph, passes: Sequence[Pass], after_pass: AfterPassHook | None = None,
                  before_pass: BeforePassHook | None = None) -> None:
     """Run ``passes`` on ``graph`` in order, calling ``after_pass(pass, graph,
@@ -185,9 +195,7 @@ def run_pipeline(graph: Graph, passes: Sequence[Pass], after_pass: AfterPassHook
         if before_pass is not None and not before_pass(p, graph):
             continue
         start = time.perf_counter()
-        changed = bool(p.run(graph))
-        if changed and not p.records_changes:
-            graph.forget_changes()
+        changed = run_pass(p, graph)
         seconds = time.perf_counter() - start
         if after_pass is not None:
             after_pass(p, graph, changed, seconds)

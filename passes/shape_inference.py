@@ -122,10 +122,7 @@ def _infer_node(node: Node, root: Graph, values: ShapeValues) -> bool:
     if opdef.symbolic_inputs:
         consts = [c if c is not None else values.array(v) for c, v in zip(consts, inputs)]
     try:
-        if opdef.subgraph_roles or (opdef.num_inputs is not None and len(inputs) != opdef.num_inputs):
-            inferred = opdef.infer_types([v.type for v in inputs], node.attrs, consts, node.subgraphs)
-        else:  # what infer_types does for a plain op of the right arity, without its copies
-            inferred = opdef.infer([v.type for v in inputs], node.attrs, consts)
+        inferred = opdef.infer_types([v.type for v in inputs], node.attrs, consts, node.subgraphs)
     except OpError as e:
         raise _error(node, root, f"the type rule rejects the inputs once their shapes are known: {e}") from None
     outputs = node.outputs

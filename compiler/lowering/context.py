@@ -330,10 +330,10 @@ def _infer(op: str, inputs: Sequence[Value], attrs: dict | None) -> tuple[tuple[
     norm = opdef.normalize_attrs(attrs or {})
     types = [v.type for v in inputs]
     consts = [v.const for v in inputs]
-    if not opdef.subgraph_roles and (opdef.num_inputs is None or opdef.num_inputs == len(types)):
+    if not opdef.subgraph_roles:
         watched = _Watched(consts)
         try:
-            return (norm, list(opdef.infer(list(types), norm, watched))), watched.read
+            return (norm, opdef.infer_types(types, norm, watched)), watched.read
         except Exception:  # noqa: BLE001 - the plain call below raises what the rule raises
             pass
     return (norm, opdef.infer_types(types, norm, consts)), True

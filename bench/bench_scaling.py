@@ -11,10 +11,12 @@ For each graph family and size, compiles the graph with the default options
 - the peak memory of the compilation (``tracemalloc``, a separate run, since
   tracing slows Python down);
 - two floors measured in the same process on the *same* ONNX graph (the
-  model we emitted, its nodes, attributes and initializers taken apart
-  beforehand): building it with onnx_ir and serializing it (``onnx_ir``
-  floor), and building it with ``onnx.helper`` and serializing it
-  (``onnx.helper`` floor); with the ratio of our total to each.
+  model we emitted, its nodes, their names, attributes, doc strings and
+  metadata, and its initializers taken apart beforehand): building it with
+  onnx_ir and serializing it (``onnx_ir`` floor), and building it with
+  ``onnx.helper`` and serializing it (``onnx.helper`` floor); with the
+  ratio of our total to each, and whether the onnx_ir floor's bytes parse
+  to our ``ModelProto`` ("same graph"; attribute and metadata order aside).
 
 Families (sizes count PyTensor Apply nodes, ``io_toposort``):
     chain   ``y = cos(y) * y`` repeated: an elementwise chain.
@@ -189,29 +191,36 @@ def take_apart(model):
             elif a.type == onnx.AttributeProto.GRAPH:
                 return None  # subgraphs (Loop, If): not rebuilt by the floors
             attrs[a.name] = value
-        nodes.append((n.op_type, n.domain, list(n.input), list(n.output), attrs))
+        meta = {prop.key: prop.value for prop in n.metadata_props}
+        nodes.append((n.op_type, n.domain, list(n.input), list(n.output), attrs, n.name, n.doc_string, meta))
     inits = [(t.name, numpy_helper.to_array(t)) for t in model.graph.initializer]
     opsets = {o.domain: o.version for o in model.opset_import}
     if model.functions:
         return None  # model-local functions: not rebuilt
-    return [vi(v) for v in model.graph.input], [vi(v) for v in model.graph.output], nodes, inits, opsets
+    header = {"graph": model.graph.name, "producer": model.producer_name}
+    return ([vi(v) for v in model.graph.input], [vi(v) for v in model.graph.output], nodes, inits, opsets,
+            header)
 
 
 def floor_helper(parts) -> bytes:
     """Build the model with ``onnx.helper`` and serialize it."""
     from onnx import helper, numpy_helper
 
-    inputs, outputs, nodes, inits, opsets = parts
+    inputs, outputs, nodes, inits, opsets, header = parts
     proto_nodes = []
-    for op, domain, ins, outs, attrs in nodes:
+    for op, domain, ins, outs, attrs, name, doc, meta in nodes:
         attrs = {k: numpy_helper.from_array(v) if isinstance(v, np.ndarray) else v for k, v in attrs.items()}
-        proto_nodes.append(helper.make_node(op, ins, outs, domain=domain or None, **attrs))
-    graph = helper.make_graph(proto_nodes, "main",
+        node = helper.make_node(op, ins, outs, name=name or None, doc_string=doc or None, domain=domain or None,
+                                **attrs)
+        if meta:
+            helper.set_metadata_props(node, meta)
+        proto_nodes.append(node)
+    graph = helper.make_graph(proto_nodes, header["graph"],
                               [helper.make_tensor_value_info(n, t, d) for n, t, d in inputs],
                               [helper.make_tensor_value_info(n, t, d) for n, t, d in outputs],
                               [numpy_helper.from_array(a, name) for name, a in inits])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()],
-                              ir_version=10)
+                              ir_version=10, producer_name=header["producer"])
     return model.SerializeToString()
 
 
@@ -219,7 +228,7 @@ def floor_onnx_ir(parts) -> bytes:
     """Build the model with onnx_ir, serialize it to a ModelProto, then to bytes."""
     import onnx_ir as oir
 
-    inputs, outputs, nodes, inits, opsets = parts
+    inputs, outputs, nodes, inits, opsets, header = parts
     values: dict[str, oir.Value] = {}
     graph_inputs = []
     for name, t, dims in inputs:
@@ -232,10 +241,11 @@ def floor_onnx_ir(parts) -> bytes:
         values[name] = v
         initializers.append(v)
     ir_nodes = []
-    for op, domain, ins, outs, attrs in nodes:
+    for op, domain, ins, outs, attrs, name, doc, meta in nodes:
         attrs = {k: oir.Tensor(v) if isinstance(v, np.ndarray) else v for k, v in attrs.items()}
         node = oir.node(op, [values[i] if i else None for i in ins], attributes=attrs, domain=domain,
-                        num_outputs=len(outs))
+                        num_outputs=len(outs), name=name or None, doc_string=doc or None,
+                        metadata_props=meta or None)
         for name, v in zip(outs, node.outputs):
             v.name = name
             values[name] = v
@@ -246,8 +256,9 @@ def floor_onnx_ir(parts) -> bytes:
         v.type, v.shape = oir.TensorType(oir.DataType(t)), oir.Shape(dims)
         graph_outputs.append(v)
     graph = oir.Graph(graph_inputs, graph_outputs, nodes=ir_nodes, initializers=initializers,
-                      opset_imports=opsets, name="main")
-    return oir.serde.serialize_model(oir.Model(graph, ir_version=10)).SerializeToString()
+                      opset_imports=opsets, name=header["graph"])
+    return oir.serde.serialize_model(oir.Model(graph, ir_version=10, producer_name=header["producer"])
+                                     ).SerializeToString()
 
 
 # -- measuring ----------------------------------------------------------------
@@ -312,14 +323,36 @@ def measure(family: str, size: int, repeats: int, **options) -> dict:
            "peak MiB": peak_memory(compile_once)}
     parts = take_apart(compiled.model)
     if parts is not None:
-        row["onnx_ir floor"] = cpu(lambda: floor_onnx_ir(parts), repeats)[0]
+        row["onnx_ir floor"], rebuilt = cpu(lambda: floor_onnx_ir(parts), repeats)
         row["helper floor"] = cpu(lambda: floor_helper(parts), repeats)[0]
+        row["same graph"] = _same_model(rebuilt, compiled.model)
     return row
+
+
+def _same_model(rebuilt: bytes, model) -> bool:
+    """Whether the floor rebuilt exactly our model: equal ``ModelProto`` s
+    (the order of a node's metadata and attributes aside, which protobuf
+    keeps as built)."""
+    import onnx
+
+    ours, theirs = onnx.ModelProto(), onnx.ModelProto()
+    ours.CopyFrom(model)
+    theirs.ParseFromString(rebuilt)
+    for proto in (ours, theirs):
+        for node in proto.graph.node:
+            for field in (node.attribute, node.metadata_props):
+                items = sorted(field, key=lambda a: a.name if hasattr(a, "type") else a.key)
+                copies = [type(a)() for a in items]
+                for c, a in zip(copies, items):
+                    c.CopyFrom(a)
+                del field[:]
+                field.extend(copies)
+    return ours == theirs
 
 
 def format_rows(rows: list[dict]) -> str:
     header = ["family", "apply", "ir", "onnx", "total s", "us/node", "peak MiB", "onnx_ir us/n", "helper us/n",
-              "x onnx_ir", "x helper", "us/node vs smallest"]
+              "x onnx_ir", "x helper", "same graph", "us/node vs smallest"]
     body = []
     first: dict[str, float] = {}
     for r in rows:
@@ -333,6 +366,7 @@ def format_rows(rows: list[dict]) -> str:
                      f"{helper / r['apply'] * 1e6:.1f}" if helper else "-",
                      f"{r['total'] / ir_floor:.2f}" if ir_floor else "-",
                      f"{r['total'] / helper:.2f}" if helper else "-",
+                     {True: "yes", False: "NO"}.get(r.get("same graph"), "-"),
                      f"{per / first[r['family']]:.2f}"])
     return _table(header, body)
 

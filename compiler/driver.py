@@ -227,7 +227,7 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
         check_dynamic: after emitting, run the model in onnxruntime at two
             sizes of every symbolic input dim and compare with PyTensor
             (``compiler.shapes.check_dynamic``).
-        value_info: declare the type of every intermediate value in the model.
+        value_info: declare the type of every intermediate value and initializer in the model.
         assertions: what ``CheckAndRaise``/``Assert`` nodes become (ONNX
             cannot raise): ``"drop"`` (the guarded value; one
             ``DroppedAssertionWarning`` lists them with their source lines)

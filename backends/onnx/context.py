@@ -173,7 +173,7 @@ class EmitContext:
         """A new initializer holding ``array`` named after ``base`` (made unique)."""
         name = self.namer.fresh(base)
         # oir.Tensor directly: oir.tensor would first test the array against runtime protocols (slow)
-        value = oir.val(name, const_value=oir.Tensor(np.asarray(array, order="C"), name=name))
+        value = oir.Value(name=name, const_value=oir.Tensor(np.asarray(array, order="C"), name=name))
         self.initializers.append(value)
         return value
 

@@ -52,8 +52,9 @@ def build_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float6
             operator forms, which later opsets keep.
         numerics, float64_conv, silu, gelu, max_pool_nan: see ``EmitOptions``
             (ValueError for a value it does not list).
-        value_info: also declare the type of every node output (ONNX
-            ``value_info``), symbolic dims included.
+        value_info: also declare the type of every node output and
+            initializer (ONNX ``value_info``), symbolic dims included;
+            without it only graph inputs and outputs have declared types.
 
     Returns:
         An ``onnx_ir.Model`` (IR version 10) that computes, for each graph
@@ -87,7 +88,7 @@ def build_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float6
     emit_nodes(ctx, graph, env)
 
     if value_info:
-        _declare_types(graph, env)
+        _declare_types(graph, env, ctx.initializers)
     outputs = []
     claimed = {id(v) for v in inputs} | {id(v) for v in ctx.initializers}
     for v, name in zip(graph.outputs, output_names):
@@ -115,9 +116,14 @@ def onnx_dims(shape) -> list:
     return [d if d is None or isinstance(d, (int, str)) else format_dim(d) for d in shape]
 
 
-def _declare_types(graph: Graph, env: dict) -> None:
-    """Give the ONNX value of every node output its IR type (serialized as
-    ``value_info``); values already typed (inputs, initializers) are left."""
+def _declare_types(graph: Graph, env: dict, initializers: list[oir.Value]) -> None:
+    """Give the ONNX value of every node output and initializer its type
+    (serialized as ``value_info``); values already typed (inputs) are left.
+    Without ``value_info=True`` initializers have none: their tensors hold
+    dtype and dims, so the declarations would only repeat them."""
+    for value in initializers:
+        value.type = oir.TensorType(value.const_value.dtype)
+        value.shape = oir.Shape(value.const_value.shape)
     for node in graph:
         for v in node.outputs:
             value = env[v]

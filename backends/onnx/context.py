@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 import numpy as np
 import onnx_ir as oir
 
-from backends.onnx.provenance import stamp
+from backends.onnx.provenance import ORIGINS_KEY, origin_texts
 from ir.errors import EmitError
 from ir.core import Node
 from ir.types import DType, TensorType
@@ -93,6 +93,31 @@ class EmitOptions:
         return self.numerics == "strict"
 
 
+def attribute(name: str, value) -> oir.Attr:
+    """The ``oir.Attr`` called ``name`` holding the Python value ``value``:
+    what ``onnx_ir.convenience.convert_attribute`` returns, with the common
+    cases (an ``int``, ``float`` or ``str``; a non-empty list or tuple of
+    ``int`` or of ``float``; an ``oir.Tensor``; an ``oir.Graph``) built
+    directly, without its chain of protocol checks. Anything else (bools,
+    NumPy scalars, mixed or empty lists, ...) goes through
+    ``convert_attribute``. TypeError for a value it cannot convert."""
+    kind = type(value)
+    maker = _SCALAR_ATTRS.get(kind)
+    if maker is not None:
+        return maker(name, value)
+    if kind is list or kind is tuple:
+        if value:
+            first = type(value[0])
+            if first is int or first is float:
+                if all(type(v) is first for v in value):
+                    return oir.AttrInt64s(name, value) if first is int else oir.AttrFloat32s(name, value)
+    return oir.convenience.convert_attribute(name, value)
+
+
+_SCALAR_ATTRS = {int: oir.AttrInt64, float: oir.AttrFloat32, str: oir.AttrString, oir.Tensor: oir.AttrTensor,
+                 oir.Graph: oir.AttrGraph}
+
+
 class Namer:
     """Hands out names unique within one model; ``fresh`` is amortized O(1)."""
 
@@ -111,8 +136,12 @@ class Namer:
 
     def fresh(self, base: str) -> str:
         """``base`` if free, else ``base_<n>`` with the smallest free n seen so far."""
+        taken = self._taken
+        if base not in taken:
+            taken.add(base)
+            return base
         name = base
-        while name in self._taken:
+        while name in taken:
             n = self._next.get(base, 1)
             self._next[base] = n + 1
             name = f"{base}_{n}"
@@ -144,21 +173,47 @@ class EmitContext:
         self.functions: dict[tuple[str, str], oir.Function] = {}
         self._consts: dict[tuple, oir.Value] = {}
         self._stamps: dict[tuple, tuple[str, str]] = {}  # provenance texts per origins tuple
+        self._shapes: dict[tuple, oir.Shape] = {}  # frozen (so shareable) tensor shapes
+        # the output name hint and provenance texts of the IR node ``_for`` (the last ``self.node`` seen)
+        self._for: Node | None = None
+        self._for_hint = "tmp"
+        self._for_texts: tuple[str, str] | None = None
 
     # -- building blocks ----------------------------------------------------
     def op(self, op_type: str, *inputs: oir.Value | None, num_outputs: int = 1, **attrs):
         """Append ONNX node ``op_type(*inputs)`` with attributes ``attrs``
-        (Python ints, floats, strings, lists, ``oir.Graph``) to the current
-        graph; returns its output value, or a tuple when ``num_outputs > 1``.
-        A ``None`` input is an omitted optional input."""
-        hint = self._hint()
-        outputs = [oir.Value(name=self.namer.fresh(hint)) for _ in range(num_outputs)]
-        node = oir.node(op_type, list(inputs), attrs or None, outputs=outputs,
-                        name=self.namer.fresh(f"{op_type}_node"))
-        if self.node is not None:
-            stamp(node, self.node.origins, self._stamps)
+        (Python ints, floats, strings, lists, ``oir.Tensor``, ``oir.Graph``;
+        see ``attribute``) to the current graph; returns its output value,
+        or a tuple when ``num_outputs > 1``. A ``None`` input is an omitted
+        optional input. The node is named ``<op_type>_node`` and its outputs
+        after the IR node's first output (both made unique); it carries the
+        IR node's provenance (``provenance.py``)."""
+        return self._append("", op_type, inputs, num_outputs, attrs, "")
+
+    def _append(self, domain: str, op_type: str, inputs, num_outputs: int, attrs: dict, overload: str):
+        """Build, stamp and append one node (``op`` and ``call_function``)."""
+        if self.node is not self._for:
+            self._describe(self.node)
+        fresh = self.namer.fresh
+        hint = self._for_hint
+        if num_outputs == 1:
+            outputs = [oir.Value(name=fresh(hint))]
+        else:
+            outputs = [oir.Value(name=fresh(hint)) for _ in range(num_outputs)]
+        texts = self._for_texts
+        node = oir.Node(domain, op_type, inputs, [attribute(k, v) for k, v in attrs.items()] if attrs else (),
+                        overload=overload, outputs=outputs, name=fresh(op_type + "_node"),
+                        doc_string=texts[1] if texts else None,
+                        metadata_props={ORIGINS_KEY: texts[0]} if texts else None)
         self.nodes.append(node)
         return outputs[0] if num_outputs == 1 else tuple(outputs)
+
+    def _describe(self, node: Node | None) -> None:
+        """Remember the output name hint and the provenance texts of ``node``
+        (the IR node being emitted) for the ONNX nodes built for it."""
+        self._for = node
+        self._for_hint = self._hint()
+        self._for_texts = origin_texts(node.origins, self._stamps) if node is not None else None
 
     def const(self, value, dtype: DType) -> oir.Value:
         """An initializer holding ``np.asarray(value, dtype)`` (scalars stay
@@ -172,8 +227,12 @@ class EmitContext:
     def initializer(self, array: np.ndarray, base: str) -> oir.Value:
         """A new initializer holding ``array`` named after ``base`` (made unique)."""
         name = self.namer.fresh(base)
+        array = np.asarray(array, order="C")
+        shape = self._shapes.get(array.shape)
+        if shape is None:
+            shape = self._shapes[array.shape] = oir.Shape(array.shape, frozen=True)
         # oir.Tensor directly: oir.tensor would first test the array against runtime protocols (slow)
-        value = oir.Value(name=name, const_value=oir.Tensor(np.asarray(array, order="C"), name=name))
+        value = oir.Value(name=name, const_value=oir.Tensor(array, shape=shape, name=name))
         self.initializers.append(value)
         return value
 
@@ -207,13 +266,7 @@ class EmitContext:
             result = body(fctx, *params)
             graph = oir.Graph(params, [result], nodes=fctx.nodes, opset_imports={"": self.opset}, name=name)
             self.functions[key] = oir.Function(FUNCTION_DOMAIN, name, overload, graph=graph, attributes=[])
-        out = oir.Value(name=self.namer.fresh(self._hint()))
-        call = oir.node(name, list(inputs), domain=FUNCTION_DOMAIN, overload=overload, outputs=[out],
-                        name=self.namer.fresh(f"{name}_node"))
-        if self.node is not None:
-            stamp(call, self.node.origins, self._stamps)
-        self.nodes.append(call)
-        return out
+        return self._append(FUNCTION_DOMAIN, name, inputs, 1, {}, overload)
 
     # -- control-flow bodies --------------------------------------------------
     @contextlib.contextmanager

@@ -90,14 +90,15 @@ def build_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float6
     if value_info:
         _declare_types(graph, env, ctx.initializers)
     outputs = []
-    claimed = {id(v) for v in inputs} | {id(v) for v in ctx.initializers}
+    claimed = set()  # the ONNX values already graph outputs
     for v, name in zip(graph.outputs, output_names):
         value = env[v]
-        if id(value) in claimed:  # an input, an initializer or an earlier output
+        # a graph input or an initializer (the values no node produces) or an earlier output
+        if value.producer() is None or value in claimed:
             ctx.node = v.producer  # the Identity has the provenance of what it copies
             value = ctx.op("Identity", value)
             ctx.node = None
-        claimed.add(id(value))
+        claimed.add(value)
         value.name = name
         value.type = oir.TensorType(onnx_dtype(v.type.dtype))
         value.shape = oir.Shape(onnx_dims(v.type.shape))

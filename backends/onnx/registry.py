@@ -58,14 +58,19 @@ def emit_nodes(ctx: EmitContext, graph: Graph, env: dict[Value, oir.Value]) -> N
             values, or a node with subgraphs whose op takes none.
     """
     outer = ctx.node
+    rules = EMITTERS
     for node in graph:
         if node.subgraphs and not get_op(node.op).subgraph_roles:
             raise EmitError(f"IR op {node.op!r} with subgraphs is not supported by the ONNX emitter")
-        rule = get_rule(node.op)
+        rule = rules.get(node.op) or get_rule(node.op)
         ctx.node = node
-        results = rule(ctx, node, *(env[v] for v in node.inputs))
+        results = rule(ctx, node, *[env[v] for v in node.inputs])
+        outputs = node.outputs
+        if type(results) is not tuple and len(outputs) == 1:
+            env[outputs[0]] = results
+            continue
         results = results if isinstance(results, tuple) else (results,)
-        if len(results) != len(node.outputs):
-            raise EmitError(f"rule for {node.op!r} returned {len(results)} values for {len(node.outputs)} outputs")
-        env.update(zip(node.outputs, results))
+        if len(results) != len(outputs):
+            raise EmitError(f"rule for {node.op!r} returned {len(results)} values for {len(outputs)} outputs")
+        env.update(zip(outputs, results))
     ctx.node = outer

@@ -140,12 +140,13 @@ class Namer:
         if base not in taken:
             taken.add(base)
             return base
-        name = base
+        n = self._next.get(base, 1)
+        name = f"{base}_{n}"
         while name in taken:
-            n = self._next.get(base, 1)
-            self._next[base] = n + 1
+            n += 1
             name = f"{base}_{n}"
-        self._taken.add(name)
+        self._next[base] = n + 1
+        taken.add(name)
         return name
 
 

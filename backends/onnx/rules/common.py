@@ -120,6 +120,8 @@ def kernel_op(ctx: EmitContext, op_type: str, dtype: DType, *xs: oir.Value, same
     ``dtype`` when ``same_out``; else it is returned as computed (a bool
     comparison, int64 indices)."""
     compute = compute_dtype(op_type, dtype)
+    if compute is dtype:  # onnxruntime has the kernel
+        return ctx.op(op_type, *xs, *extra, **attrs)
     order = op_type in ORDER
     y = ctx.op(op_type, *(to_compute(ctx, x, dtype, compute, order) for x in xs), *extra, **attrs)
     return from_compute(ctx, y, dtype, compute, order) if same_out else y

@@ -31,6 +31,8 @@ def float_unary(onnx_op: str):
         dtype = node.inputs[0].dtype
         if dtype == F64 and node.op in F64_FORMULAS:
             return F64_FORMULAS[node.op](ctx, x)
+        if dtype is not F16:
+            return ctx.op(onnx_op, x)
         return in_f32(ctx, dtype, lambda v: ctx.op(onnx_op, v), x, float_out=onnx_op not in BOOL_RESULT)
 
     rule.__doc__ = (f"{onnx_op}(x); float16 computes in float32 as NumPy does; float64 uses "
@@ -61,9 +63,14 @@ def arithmetic(ctx, node, a, b):
     """Add / Sub / Mul / Div with NumPy broadcasting; ints wrap as in NumPy
     (``div`` is float-only); float16 computes in float32 and rounds once,
     which is NumPy's float16 semantics."""
-    onnx_op = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div"}[node.op]
+    onnx_op = ARITHMETIC[node.op]
     dtype = node.inputs[0].dtype
-    return in_f32(ctx, dtype, lambda x, y: kernel_op(ctx, onnx_op, float_compute(dtype), x, y), a, b)
+    if dtype is not F16:
+        return kernel_op(ctx, onnx_op, dtype, a, b)
+    return in_f32(ctx, dtype, lambda x, y: kernel_op(ctx, onnx_op, F32, x, y), a, b)
+
+
+ARITHMETIC = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div"}
 
 
 @emits("maximum", "minimum")

@@ -189,10 +189,23 @@ class EmitContext:
         optional input. The node is named ``<op_type>_node`` and its outputs
         after the IR node's first output (both made unique); it carries the
         IR node's provenance (``provenance.py``)."""
+        if self.node is not self._for:
+            self._describe(self.node)
+        fresh = self.namer.fresh
+        texts = self._for_texts
+        if num_outputs == 1:
+            output = oir.Value(name=fresh(self._for_hint))
+            self.nodes.append(oir.Node("", op_type, inputs,
+                                       [attribute(k, v) for k, v in attrs.items()] if attrs else (),
+                                       outputs=(output,), name=fresh(op_type + "_node"),
+                                       doc_string=texts[1] if texts else None,
+                                       metadata_props={ORIGINS_KEY: texts[0]} if texts else None))
+            return output
         return self._append("", op_type, inputs, num_outputs, attrs, "")
 
     def _append(self, domain: str, op_type: str, inputs, num_outputs: int, attrs: dict, overload: str):
-        """Build, stamp and append one node (``op`` and ``call_function``)."""
+        """Build, stamp and append one node (``call_function``, and ``op``
+        with several outputs; ``op`` inlines the one-output case)."""
         if self.node is not self._for:
             self._describe(self.node)
         fresh = self.namer.fresh

@@ -70,6 +70,13 @@ class LoweringContext:
             (e.g. the scalar ``Apply`` of an ``Elemwise`` per scalar op and
             input dtypes, so it is built once, not per node).
         options: the ``LoweringOptions`` (shared with nested bodies).
+        expansions: PyTensor variable -> (its source variable, k) for every
+            ``DimShuffle`` output that only prepends ``k`` broadcastable axes
+            (``DimShuffle{order=('x',)*k + (0, 1, ...)}``). Such a node is
+            lowered only when something reads it through ``get``: an
+            ``Elemwise`` reads its source through ``broadcast_args`` instead
+            (NumPy broadcasting is right-aligned, so the leading 1s are
+            implied), and then the node costs nothing.
     """
 
     def __init__(self, graph: Graph, options: LoweringOptions | None = None):
@@ -91,6 +98,8 @@ class LoweringContext:
         self.replayable = True  # False once the rule being recorded read an argument's value
         self._recorded_args: set[Value] = set()  # the arguments of the rule being recorded
         self._origins: tuple = (None, None, ())  # (op label, source, origins) last built
+        self.expansions: dict[Any, tuple[Any, int]] = {}
+        self._deferred: dict[Any, Callable[[], None]] = {}  # variable -> lowers its node (see ``defer``)
 
     # -- reading inputs ----------------------------------------------------
     def get(self, var) -> Value:
@@ -103,12 +112,41 @@ class LoweringContext:
         v = self.values.get(var)
         if v is not None:
             return v
+        lower_now = self._deferred.pop(var, None)
+        if lower_now is not None:
+            lower_now()
+            return self.values[var]
         data = getattr(var, "data", None)
         if data is None or not hasattr(var.type, "dtype"):
             raise Unsupported(f"input {var} has no IR value (type {var.type})")
         v = self.const(np.asarray(data, dtype=var.type.dtype), name=var.name or "const")
         self.values[var] = v
         return v
+
+    def defer(self, var, source, k: int, lower_now: Callable[[], None]) -> None:
+        """Record that ``var`` is ``source`` with ``k`` leading broadcastable
+        axes prepended, and that ``lower_now()`` lowers its node (putting
+        ``var``'s value in ``values``) when ``get`` first asks for it."""
+        self.expansions[var] = (source, k)
+        self._deferred[var] = lower_now
+
+    def broadcast_args(self, variables: Sequence, ndim: int) -> list[Value]:
+        """The IR values of ``variables``, the inputs of a broadcasting
+        elementwise node of rank ``ndim``, each read without the leading
+        broadcastable axes a ``DimShuffle`` prepended (``expansions``) as
+        long as one of them still has rank ``ndim`` (so the node's result
+        keeps its rank); else their plain values (``get``)."""
+        expansions = self.expansions
+        if not expansions or not any(v in expansions for v in variables):
+            return [self.get(v) for v in variables]
+        sources = []
+        for v in variables:
+            while v in expansions:
+                v = expansions[v][0]
+            sources.append(self.get(v))
+        if max(a.rank for a in sources) == ndim:
+            return sources
+        return [self.get(v) for v in variables]
 
     def constant_value(self, var) -> np.ndarray | None:
         """The NumPy value of ``var`` if it is a PyTensor constant, lowers to an

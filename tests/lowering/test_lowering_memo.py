@@ -29,10 +29,17 @@ def _lowered(inputs, outputs, *, replay: bool = True, monkeypatch=None):
     return graph
 
 
+def _zero_column():
+    """A fresh PyTensor constant int8 zero vector made a (4, 1) column: a
+    trailing axis, so lowering builds an unsqueeze (and, against float32, a
+    cast) of it."""
+    return pt.constant(np.zeros(4, "int8")).dimshuffle(0, "x")
+
+
 def test_equal_constant_subgraphs_lower_to_one_value():
-    x = pt.matrix("x", dtype="float32")
-    y = pt.maximum(x, 0)
-    z = pt.maximum(y * x, 0)  # a second PyTensor constant 0, unsqueezed and cast again
+    x = pt.tensor("x", dtype="float32", shape=(4, None))
+    y = pt.maximum(x, _zero_column())
+    z = pt.maximum(y * x, _zero_column())  # a second, equal PyTensor constant, unsqueezed and cast again
     graph = lower(graph_spec([x], [z])).graph
     ops = [n.op for n in graph]
     assert ops.count("unsqueeze") == 1 and ops.count("cast") == 1, print_graph(graph)
@@ -40,14 +47,14 @@ def test_equal_constant_subgraphs_lower_to_one_value():
     (cast,) = unsqueeze.outputs[0].uses()
     readers = [u.node.op for u in cast.node.outputs[0].uses()]
     assert readers == ["maximum", "maximum"]
-    values = [RNG.standard_normal((3, 4)).astype("float32")]
+    values = [RNG.standard_normal((4, 3)).astype("float32")]
     check_pytensor([x], [z], values)
 
 
 def test_interned_node_lists_every_origin():
-    x = pt.matrix("x", dtype="float32")
-    y = pt.maximum(x, 0)
-    z = pt.minimum(y, 0)  # the same unsqueeze of 0, for another op on another line
+    x = pt.tensor("x", dtype="float32", shape=(4, None))
+    y = pt.maximum(x, _zero_column())
+    z = pt.minimum(y, _zero_column())  # the same unsqueeze and cast, for another op on another line
     graph = lower(graph_spec([x], [z])).graph
     cast = [n for n in graph if n.op == "cast"]
     assert len(cast) == 1

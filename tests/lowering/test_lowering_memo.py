@@ -162,3 +162,40 @@ def test_types_of_rules_that_read_constants_are_inferred_per_constant():
     w1, w2 = ctx.const(np.ones((6, 2), "float32")), ctx.const(np.zeros((6, 2), "float32"))
     y = g.add_input(TensorType(DType.FLOAT32, ("N", 6)), "y")
     assert ctx.add("matmul", [y, w1]).type == ctx.add("matmul", [y, w2]).type == TensorType(DType.FLOAT32, ("N", 2))
+
+
+def test_a_rule_folding_a_constant_argument_is_replayed_for_that_constant_only():
+    g = Graph("g")
+    ctx = LoweringContext(g)
+    x = g.add_input(TensorType(DType.FLOAT32, ("N",)), "x")
+    zero, three = ctx.const(np.int8(0)), ctx.const(np.int8(3))
+    big = ctx.const(np.arange(17, dtype="int8"))  # not shared by value: never pinned
+    calls = []
+
+    def build(k):
+        calls.append(k)
+        return [ctx.add("maximum", [x, ctx.cast(k, DType.FLOAT32)])]
+
+    results = [ctx.memoized(("max",), [x, k], lambda k=k: build(k)) for k in (zero, zero, three, three)]
+    assert calls == [zero, three]  # the second use of each constant is replayed
+    folded = [r[0].producer.inputs[1] for r in results]
+    assert [float(f.const) for f in folded] == [0.0, 0.0, 3.0, 3.0] and folded[0] is folded[1]
+    assert ctx.const(np.int8(0)) is zero  # equal small constants are one value: what pinning relies on
+
+    def build_big(k):
+        calls.append(k)
+        return [ctx.add("cast", [k], {"to": DType.FLOAT32})]
+
+    ctx.memoized(("big",), [big], lambda: build_big(big))
+    ctx.memoized(("big",), [big], lambda: build_big(big))  # did not fold: replayed by type
+    assert calls[2:] == [big]
+
+
+def test_maximum_with_constants_of_other_dtypes_matches_pytensor(monkeypatch):
+    x = pt.vector("x", dtype="float32")
+    out = [pt.maximum(x, np.int8(0)), pt.maximum(x * 2, np.int8(0)), pt.maximum(x, np.int8(3)),
+           pt.minimum(x, np.int16(-2)), pt.maximum(x + 1, np.int8(3))]
+    replayed = _lowered([x], out)
+    ran = _lowered([x], out, replay=False, monkeypatch=monkeypatch)
+    assert print_graph(replayed) == print_graph(ran)
+    check_pytensor([x], out, [np.array([-4.0, -0.5, 0.0, 2.5, 7.0], "float32")])

@@ -169,9 +169,17 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
     if not owner:
         return []  # no symbolic input dim: nothing to group
     order = lowered.order if lowered.order else io_toposort(lowered.input_vars, lowered.output_vars)
+    kinds: dict[type, str | None] = {}  # op class -> "elemwise", "dot", "blockwise" or None (nothing to check)
     for node in order:
         op = node.op
-        if isinstance(op, Elemwise):
+        kind = kinds.get(type(op), "?")
+        if kind == "?":
+            kind = kinds[type(op)] = ("elemwise" if isinstance(op, Elemwise) else "dot"
+                                      if isinstance(op, (Dot, BatchedDot)) else "blockwise"
+                                      if isinstance(op, Blockwise) else None)
+        if kind is None or kind == "blockwise" and not isinstance(op.core_op, Dot):
+            continue
+        if kind == "elemwise":
             if len(node.inputs) < 2:
                 continue  # one input: nothing to broadcast against
             shapes = [ir_dims(v) for v in node.inputs]
@@ -181,7 +189,7 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
                 if len({d for s in shapes for d in s if type(d) is str and d in owner}) < 2:
                     continue  # fewer than two input dims: no union to make
             union_broadcast([ir_shape(v) for v in node.inputs])
-        elif isinstance(op, (Dot, BatchedDot)) or (isinstance(op, Blockwise) and isinstance(op.core_op, Dot)):
+        else:  # Dot, BatchedDot, Blockwise(Dot)
             shapes = [ir_dims(v) for v in node.inputs[:2]]
             if None not in shapes and len({d for s in shapes for d in s if type(d) is str and d in owner}) < 2:
                 continue  # fewer than two input dims: no union to make

@@ -199,3 +199,29 @@ def test_maximum_with_constants_of_other_dtypes_matches_pytensor(monkeypatch):
     ran = _lowered([x], out, replay=False, monkeypatch=monkeypatch)
     assert print_graph(replayed) == print_graph(ran)
     check_pytensor([x], out, [np.array([-4.0, -0.5, 0.0, 2.5, 7.0], "float32")])
+
+
+def test_an_elemwise_is_lowered_once_per_argument_signature_and_replayed(monkeypatch):
+    import pytensor.scalar as ps
+    from pytensor.tensor.elemwise import Elemwise
+
+    from compiler.lowering.rules import elemwise
+
+    a, b = ps.float32(), ps.float32()
+    fused = Elemwise(ps.Composite([a, b], [ps.exp(a) * b + ps.log1p(b), a - b]))
+    x = pt.matrix("x", dtype="float32")
+    v = pt.vector("v", dtype="float32")
+    first, _ = fused(x, x * 2)
+    second, _ = fused(first, x)  # the same signature: replayed
+    third, diff = fused(x, v[None, :])  # v's expansion: another signature (rank 1): run again
+    runs = []
+    real = elemwise._lower_elemwise
+    monkeypatch.setattr(elemwise, "_lower_elemwise", lambda ctx, node, args: runs.append(node) or real(ctx, node, args))
+    out = [second, third, diff]
+    replayed = _lowered([x, v], out)
+    assert [n.op for n in runs].count(fused) == 2  # and the Mul of x * 2 once
+    monkeypatch.undo()
+    ran = _lowered([x, v], out, replay=False, monkeypatch=monkeypatch)
+    assert print_graph(replayed) == print_graph(ran)
+    values = [RNG.uniform(0.1, 1, (3, 4)).astype("float32"), RNG.uniform(0.1, 1, 4).astype("float32")]
+    check_pytensor([x, v], out, values, rtol=1e-5)

@@ -188,6 +188,10 @@ class OpDef:
         ``consts`` is read, never copied or changed (a caller may pass a
         sequence that notes which constants the rule reads).
 
+        Memoized: a rule that decides without reading any constant input is
+        not run again for the same op, attributes and input types
+        (``_INFERRED``, at most ``MAX_MEMO`` entries).
+
         Raises:
             OpError: the type rule rejects the inputs, or an op with
                 ``subgraph_roles`` lacks one of its nested graphs.
@@ -198,12 +202,84 @@ class OpDef:
             consts = [None] * len(types)
         types = types if type(types) is list else list(types)
         if not self.subgraph_roles:
+            key = _memo_key(self.name, types, attrs)
+            if key is not None:
+                known = _INFERRED.get(key)
+                if known is not None:
+                    return list(known)
+                watched = _Watched(consts)
+                result = self.infer(types, attrs, watched)
+                result = result if type(result) is list else list(result)
+                if not watched.read:  # the types alone decided: any constants give the same
+                    if len(_INFERRED) >= MAX_MEMO:
+                        _INFERRED.clear()
+                    _INFERRED[key] = tuple(result)
+                return result
             result = self.infer(types, attrs, consts)
             return result if type(result) is list else list(result)
         subgraphs = dict(subgraphs or {})
         if sorted(subgraphs) != sorted(self.subgraph_roles):
             raise OpError(f"{self.name} needs nested graphs {list(self.subgraph_roles)}, got {sorted(subgraphs)}")
         return list(self.infer(types, attrs, consts, subgraphs))
+
+
+MAX_MEMO = 16384
+"""Entries of the type-rule memo (``OpDef.infer_types``) before it starts over."""
+
+# (op, attribute key, input types) -> output types, for type rules that read
+# no constant input: a rule is a pure function of its arguments, so one that
+# decided without looking at the constants gives the same types for any.
+_INFERRED: dict[tuple, tuple[TensorType, ...]] = {}
+
+_ATOMS = (int, bool, str, DType)  # attribute values that key the memo as they are
+
+
+def _memo_key(op: str, types: list[TensorType], attrs: dict) -> tuple | None:
+    """The memo key of a type-rule call, or None when an attribute value
+    cannot key it. Floats key by ``float.hex`` (``-0.0`` is not ``0.0``);
+    bools and ints by their class too (``True`` is not ``1``)."""
+    parts: list = [op, *types]
+    for name, v in attrs.items():
+        kind = type(v)
+        if kind is float:
+            parts.append((name, v.hex()))
+        elif kind in _ATOMS:
+            parts.append((name, kind, v))
+        elif kind is tuple and all(type(e) in _ATOMS for e in v):
+            parts.append((name, tuple((type(e), e) for e in v)))
+        else:
+            return None  # float tuples and the rest: not worth a key
+    return tuple(parts)
+
+
+class _Watched:
+    """A read-only sequence (a type rule's constant inputs) that notes
+    whether anything read its items (its length is not a read)."""
+
+    __slots__ = ("_items", "read")
+
+    def __init__(self, items: Sequence):
+        self._items = items
+        self.read = False
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, i):
+        self.read = True
+        return self._items[i]
+
+    def __iter__(self):
+        self.read = True
+        return iter(self._items)
+
+    def __reversed__(self):
+        self.read = True
+        return reversed(self._items)
+
+    def __contains__(self, item) -> bool:
+        self.read = True
+        return item in self._items
 
 
 _REGISTRY: dict[str, OpDef] = {}

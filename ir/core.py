@@ -181,10 +181,13 @@ def inherit_origins(value: Value, origins: Sequence[Origin]) -> None:
     """Add ``origins`` to those of ``value``'s producer (it now stands for
     what they computed) and give them to its ancestors that have no origins
     yet (nodes just built; the walk stops at nodes that have some)."""
-    if value.producer is None:
+    node = value.producer
+    if node is None:
         return
-    value.producer.origins = merge_origins(value.producer.origins, origins)
-    stack = [v.producer for v in value.producer.inputs if v.producer is not None]
+    node.origins = merge_origins(node.origins, origins)
+    stack = [v.producer for v in node._inputs if v.producer is not None and not v.producer.origins]
+    if not stack:
+        return  # the common case: every producer of an input already has origins
     seen: set[int] = set()
     while stack:
         node = stack.pop()
@@ -404,7 +407,8 @@ class Graph:
         Raises:
             ValueError: if any output still has uses or is a graph output.
         """
-        self._check_owned(node)
+        if node.graph is not self:
+            self._check_owned(node)
         for out in node.outputs:
             if out._uses or out in self._output_set:
                 raise ValueError(f"cannot erase {node.op}: output %{out.name or '?'} is still used")
@@ -496,7 +500,8 @@ class Graph:
             self._nested[node] = None
 
     def _unlink(self, node: Node) -> None:
-        self._check_owned(node)
+        if node.graph is not self:
+            self._check_owned(node)
         if node._prev is None:
             self._head = node._next
         else:

@@ -39,7 +39,7 @@ from typing import Any, Hashable
 
 import numpy as np
 
-from ir import Graph, Value, get_op
+from ir import DType, Graph, Value, get_op
 from ir.opdef import RANDOM
 from ir.transforms import walk_graphs
 from passes.base import Pass, register_pass
@@ -81,7 +81,7 @@ def _merge_in(graph: Graph) -> bool:
             if kind[1]:
                 operands.sort()
             outputs = node.outputs
-            key = (node.op, _freeze(node.attrs) if node.attrs else (), tuple(operands),
+            key = (node.op, _freeze_attrs(node.attrs) if node.attrs else (), tuple(operands),
                    (outputs[0].type,) if len(outputs) == 1 else tuple(v.type for v in outputs))
             first = seen.setdefault(key, node)
             if first is not node:
@@ -117,6 +117,24 @@ def _merge_constants(graph: Graph) -> bool:
         graph.remove_constant(value)
         changed = True
     return changed
+
+
+_PLAIN = (int, bool, str, DType)  # attribute values that key as (class name, value) directly
+
+
+def _freeze_attrs(attrs: dict[str, Any]) -> Hashable:
+    """``_freeze(attrs)``, with the common values (ints, bools, strings,
+    dtypes, floats, flat tuples of ints) keyed without a call per value."""
+    parts = []
+    for name, v in attrs.items():
+        kind = type(v)
+        if kind in _PLAIN:
+            parts.append((name, (kind.__name__, v)))
+        elif kind is float:
+            parts.append((name, ("float", v.hex())))
+        else:
+            parts.append((name, _freeze(v)))
+    return tuple(parts)
 
 
 def _freeze(attr: Any) -> Hashable:

@@ -276,11 +276,19 @@ class Op(Pattern):
             orders = [self.inputs, self.inputs[::-1]]
         else:
             orders = [self.inputs]
+        name = self.name
+
+        def finish() -> str | None:  # the node matched: bind it, then match the rest of the pattern
+            return (name is not None and m._bind(name, node)) or m._bind(("node", id(node)), node) or then()
+
+        if len(orders) == 1:
+            # One operand order: nothing to retry, so nothing to restore (a
+            # choice point above restores the bindings it saved).
+            return _solve_all(orders[0], node._inputs, m, finish)
         reasons = []
         for order in orders:
             saved = dict(m._bindings)
-            why = _solve_all(order, node.inputs, m,
-                             lambda: m._bind(self.name, node) or m._bind(("node", id(node)), node) or then())
+            why = _solve_all(order, node._inputs, m, finish)
             if why is None:
                 return None
             m._bindings = saved
@@ -305,8 +313,12 @@ def _solve_all(patterns: Sequence[Pattern], values: Sequence[Value], m: Match,
     in sequence, without a continuation per part: such a part never retries,
     so the result and the reason for failing are the same."""
     i, n = 0, len(patterns)
-    while i < n and _has_no_choices(patterns[i]):
-        why = patterns[i].match(values[i], m)
+    while i < n:
+        p = patterns[i]
+        plain = _NO_CHOICES.get(id(p))
+        if not (plain[1] if plain is not None and plain[0] is p else _has_no_choices(p)):
+            break
+        why = p.match(values[i], m)
         if why is not None:
             return why
         i += 1
@@ -584,9 +596,10 @@ class _ActiveRules:
         self.ops = set(ops) if ops is not None else None  # None: every rule is active
         self._update()
 
-    def add_ops(self, ops: Iterable[str]) -> None:
-        """Note the op names of new nodes; recompute if one was absent."""
-        if self.ops is None:
+    def add_ops(self, ops: Sequence[str]) -> None:
+        """Note the op names of new nodes (a list: read twice); recompute
+        if one was absent."""
+        if self.ops is None or self.ops.issuperset(ops):
             return
         new = [op for op in ops if op not in self.ops]
         if new:
@@ -656,8 +669,8 @@ def _apply_in(graph: Graph, by_op: set[str], active: _ActiveRules, trace: list[M
             budget -= 1
             if budget < 0:
                 raise RuntimeError(f"rule set does not terminate (last rule: {rule.name} at {rule.defined_at})")
-            old = node.output
-            active.add_ops(n.op for n in rw.created)
+            old = node.outputs[0]
+            active.add_ops([n.op for n in rw.created])
             touched = [use.node for use in old.uses()] + rw.created
             graph.replace_all_uses(old, new)
             if rw.pending != rw.bounds:  # the rewrite assumed new size facts: every type learns them
@@ -786,8 +799,14 @@ def refines(new: TensorType, old: TensorType, bounds: sym.Bounds = ()) -> bool:
     ``old``: the same dtype and rank, and every dim equal or unknown (``?``)
     in ``old`` (a rewrite may know more, e.g. the batch dim a reshape lost),
     ``old``'s dims refined by the size facts ``bounds`` (``Rewriter.assume``)."""
-    return (new.dtype == old.dtype and new.rank == old.rank
-            and all(o is None or n == o or n == sym.refine(o, bounds) for n, o in zip(new.shape, old.shape)))
+    if new is old:
+        return True
+    if new.dtype != old.dtype or len(new.shape) != len(old.shape):
+        return False
+    for n, o in zip(new.shape, old.shape):
+        if not (o is None or n == o or n == sym.refine(o, bounds)):
+            return False
+    return True
 
 
 def erase_dead(graph: Graph, nodes: Iterable[Node], outputs: set[Value] | None = None) -> list[Value]:
@@ -804,9 +823,20 @@ def erase_dead(graph: Graph, nodes: Iterable[Node], outputs: set[Value] | None =
     freed: list[Value] = []
     while stack:
         n = stack.pop()
-        if n.graph is not graph or any(out.num_uses or is_output(out) for out in n.outputs):
+        if n.graph is not graph or _is_read(n, is_output):
             continue
-        freed.extend(n.inputs)
-        stack.extend(v.producer for v in n.inputs if v.producer is not None)
+        inputs = n._inputs
+        freed += inputs
+        for v in inputs:
+            if v.producer is not None:
+                stack.append(v.producer)
         graph.erase(n)
     return [v for v in freed if v.producer is None or v.producer.graph is graph]
+
+
+def _is_read(node: Node, is_output: Callable[[Value], bool]) -> bool:
+    """Whether an output of ``node`` has a reader or is a graph output."""
+    for out in node.outputs:
+        if out._uses or is_output(out):
+            return True
+    return False

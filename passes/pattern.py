@@ -61,7 +61,7 @@ import numpy as np
 from ir import Graph, Node, TensorType, Value
 from ir import symbolic as sym
 from ir.core import merge_origins
-from ir.transforms import add_fresh_constant, refine_types, walk_scopes
+from ir.transforms import add_fresh_constant, refine_types, walk_graphs, walk_scopes
 from passes.rewrite_log import RewriteLog, active_log
 from ir.ops import get_op
 
@@ -462,6 +462,9 @@ class Rule:
     # The sets of ops one of which a graph must hold entirely for the pattern
     # to match anywhere in it (``op_requirements``); computed once here.
     requires: tuple[frozenset[str], ...] = field(init=False, repr=False, compare=False, default=())
+    # Whether every match reads a graph constant (``reads_constant``): the
+    # rule cannot fire in a graph without constants; computed once here.
+    needs_constant: bool = field(init=False, repr=False, compare=False, default=False)
 
     def __post_init__(self):
         if not self.defined_at:
@@ -469,11 +472,27 @@ class Rule:
             object.__setattr__(self, "defined_at", f"{frame.f_code.co_filename}:{frame.f_lineno}")
         needs = frozenset(self.needs)
         object.__setattr__(self, "requires", tuple(c | needs for c in op_requirements(self.pattern)))
+        object.__setattr__(self, "needs_constant", reads_constant(self.pattern))
 
-    def possible(self, ops: set[str] | frozenset[str]) -> bool:
+    def possible(self, ops: set[str] | frozenset[str], constants: bool = True) -> bool:
         """Whether the pattern could match in a graph whose nodes have the op
-        names ``ops`` (False: it surely cannot; see ``op_requirements``)."""
-        return any(clause <= ops for clause in self.requires)
+        names ``ops`` and which has graph constants or not (False: it surely
+        cannot; see ``op_requirements`` and ``reads_constant``)."""
+        return (constants or not self.needs_constant) and any(clause <= ops for clause in self.requires)
+
+
+def reads_constant(p: Pattern) -> bool:
+    """Whether every match of ``p`` binds a graph constant: ``p`` is a
+    ``Const``, an ``Op`` one of whose inputs (``rest`` aside: it may match
+    no input) reads a constant, or an ``AnyOf`` whose every alternative
+    does. Such a pattern cannot match in a graph without constants."""
+    if isinstance(p, Const):
+        return True
+    if isinstance(p, Op):
+        return any(reads_constant(q) for q in p.inputs)
+    if isinstance(p, AnyOf):
+        return bool(p.alternatives) and all(reads_constant(q) for q in p.alternatives)
+    return False
 
 
 MAX_CLAUSES = 64  # op_requirements keeps at most this many alternative op sets
@@ -572,7 +591,8 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
     rules = list(rules)
     # A trace or the debug log wants every rule's reason for missing: no op filter then.
     quick = trace is None and not log.isEnabledFor(logging.DEBUG)
-    active = _ActiveRules(rules, graph.op_names() if quick else None)
+    constants = any(g.constants for g in walk_graphs(graph)) if quick else True
+    active = _ActiveRules(rules, graph.op_names() if quick else None, constants)
     if not active.by_op:
         return False  # no rule can match: O(op names), no node visited
     by_op = {rule.pattern.op for rule in rules}
@@ -591,10 +611,17 @@ class _ActiveRules:
     node it could match: the engine visits the same nodes in the same order
     as without this filter, it only skips rules that surely decline."""
 
-    def __init__(self, rules: list[Rule], ops: set[str] | None):
+    def __init__(self, rules: list[Rule], ops: set[str] | None, constants: bool = True):
         self.rules = rules
         self.ops = set(ops) if ops is not None else None  # None: every rule is active
+        self.constants = constants  # whether the graph has constants (``Rule.needs_constant``)
         self._update()
+
+    def add_constants(self) -> None:
+        """Note that a rewrite made a graph constant; recompute if there was none."""
+        if not self.constants:
+            self.constants = True
+            self._update()
 
     def add_ops(self, ops: Sequence[str]) -> None:
         """Note the op names of new nodes (a list: read twice); recompute
@@ -609,7 +636,7 @@ class _ActiveRules:
     def _update(self) -> None:
         self.by_op: dict[str, list[tuple[Rule, frozenset[str], Callable[[Node], bool]]]] = {}
         for rule in self.rules:
-            if self.ops is None or rule.possible(self.ops):
+            if self.ops is None or rule.possible(self.ops, self.constants):
                 check = _skeletons.get(id(rule))
                 if check is None or check[0] is not rule:
                     check = _skeletons[id(rule)] = (rule, _skeleton_check(rule))
@@ -671,6 +698,8 @@ def _apply_in(graph: Graph, by_op: set[str], active: _ActiveRules, trace: list[M
                 raise RuntimeError(f"rule set does not terminate (last rule: {rule.name} at {rule.defined_at})")
             old = node.outputs[0]
             active.add_ops([n.op for n in rw.created])
+            if not active.constants and graph.constants:  # the rewrite made the graph's first constant
+                active.add_constants()
             touched = [use.node for use in old.uses()] + rw.created
             graph.replace_all_uses(old, new)
             if rw.pending != rw.bounds:  # the rewrite assumed new size facts: every type learns them

@@ -149,6 +149,10 @@ class OpDef:
             if a.kind not in ATTR_KINDS:
                 raise ValueError(f"{self.name}: unknown attribute kind {a.kind}")
         object.__setattr__(self, "_sorted_attrs", tuple(sorted(self.attrs.items())))
+        # the normalized attributes of a node given none (None: one is required)
+        defaults = None if any(a.default is REQUIRED for a in self.attrs.values()) else \
+            {name: a.default for name, a in self._sorted_attrs}
+        object.__setattr__(self, "_defaults", defaults)
 
     def normalize_attrs(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """Attributes checked against the schema, defaults filled in, sorted by name.
@@ -156,8 +160,11 @@ class OpDef:
         Raises:
             OpError: unknown attribute, missing required one, or bad value.
         """
-        if not attrs and not self.attrs:
-            return {}
+        if not attrs:
+            if self._defaults is None:
+                raise OpError(f"{self.name}: missing required attribute "
+                              f"{next(n for n, a in self._sorted_attrs if a.default is REQUIRED)}")
+            return dict(self._defaults)
         unknown = [name for name in attrs if name not in self.attrs]
         if unknown:
             raise OpError(f"{self.name}: unknown attribute(s) {sorted(unknown)}")

@@ -75,6 +75,8 @@ class Match:
     of the graph's outputs (the driver keeps one, so that single-use checks
     do not scan the output list)."""
 
+    __slots__ = ("root", "outputs", "_bindings")
+
     def __init__(self, root: Node, outputs: set[Value] | None = None):
         self.root = root
         self.outputs = outputs
@@ -83,9 +85,11 @@ class Match:
     def __getitem__(self, name: str) -> Any:
         return self._bindings[name]
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # only called for names that are not slots: the bindings
+        if name == "_bindings":  # not set yet (a copy being built)
+            raise AttributeError(name)
         try:
-            return self.__dict__["_bindings"][name]
+            return self._bindings[name]
         except KeyError:
             raise AttributeError(f"pattern binds no {name!r}") from None
 

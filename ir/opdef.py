@@ -245,15 +245,19 @@ def _memo_key(op: str, types: list[TensorType], attrs: dict) -> tuple | None:
     """The memo key of a type-rule call, or None when an attribute value
     cannot key it. Floats key by ``float.hex`` (``-0.0`` is not ``0.0``);
     bools and ints by their class too (``True`` is not ``1``)."""
+    if not attrs:
+        return (op, *types)
     parts: list = [op, *types]
     for name, v in attrs.items():
         kind = type(v)
         if kind is float:
-            parts.append((name, v.hex()))
+            parts += (name, kind, v.hex())
         elif kind in _ATOMS:
-            parts.append((name, kind, v))
+            parts += (name, kind, v)
+        elif kind is tuple and all(type(e) is int for e in v):
+            parts += (name, kind, v)  # ints only: no bool among them to mistake for 1
         elif kind is tuple and all(type(e) in _ATOMS for e in v):
-            parts.append((name, tuple((type(e), e) for e in v)))
+            parts += (name, kind, tuple((type(e), e) for e in v))
         else:
             return None  # float tuples and the rest: not worth a key
     return tuple(parts)

@@ -102,11 +102,12 @@ def _merge_constants(graph: Graph) -> bool:
     distinct weights cost no pass over their bytes."""
     first: dict[tuple, Value] = {}
     changed = False
-    kinds = Counter((v.const.dtype.str, v.const.shape) for v in graph.constants.values())
-    for value in list(graph.constants.values()):
-        data = value.const
-        if kinds[(data.dtype.str, data.shape)] < 2:
+    constants = [(v, (v.const.dtype.str, v.const.shape)) for v in graph.constants.values()]
+    kinds = Counter(kind for _, kind in constants)
+    for value, kind in constants:
+        if kinds[kind] < 2:
             continue
+        data = value.const
         small = data.nbytes <= SMALL_BYTES  # keyed by its bytes: no digest, no collision
         key = (data.dtype.str, data.shape, small,
                data.tobytes() if small else hashlib.blake2b(np.ascontiguousarray(data)).digest())

@@ -38,11 +38,17 @@ class Origin(NamedTuple):
 
 
 def merge_origins(*groups: Sequence[Origin]) -> tuple[Origin, ...]:
-    """The union of several origin tuples, first occurrence first."""
-    if len(groups) == 2:  # the common call: at most one origin each, often the same one
+    """The union of several origin tuples, first occurrence first. Each
+    tuple is duplicate-free (every ``Node.origins`` is built by this union
+    or holds one origin), which the common two-tuple calls rely on."""
+    if len(groups) == 2:  # the common call: few origins each, often the same ones
         a, b = groups
-        if len(a) <= 1 and len(b) <= 1:
-            return tuple(a) if not b or tuple(a) == tuple(b) else tuple(a) + tuple(b) if a else tuple(b)
+        if not b or a is b:
+            return tuple(a)
+        if not a:
+            return tuple(b)
+        if len(b) == 1:
+            return tuple(a) if b[0] in a else tuple(a) + tuple(b)
     return tuple(dict.fromkeys(o for group in groups for o in group))
 
 

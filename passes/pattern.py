@@ -265,8 +265,9 @@ class Op(Pattern):
     def _solve_node(self, node: Node, m: Match, then: Callable[[], str | None]) -> str | None:
         if len(node.outputs) != 1:
             return f"{node.op} has {len(node.outputs)} outputs"
-        if len(node.inputs) != len(self.inputs) and (self.rest is None or len(node.inputs) < len(self.inputs)):
-            return f"{node.op} has {len(node.inputs)} inputs, pattern has {len(self.inputs)}"
+        have, want = len(node._inputs), len(self.inputs)
+        if have != want and (self.rest is None or have < want):
+            return f"{node.op} has {have} inputs, pattern has {want}"
         for key, want in self.attrs.items():
             have = node.attrs.get(key)
             ok = want(have) if callable(want) else have == want
@@ -821,7 +822,8 @@ def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None, outputs
     # Provenance: what the rewrite built computes what every matched node did.
     origins = merge_origins(*(n.origins for n in rw.matched))
     for n in rw.created:
-        n.origins = merge_origins(n.origins, origins)
+        # ``Rewriter.add`` gave it the root's origins, which ``origins`` begins with
+        n.origins = origins if n.origins is node.origins else merge_origins(n.origins, origins)
     if session is not None:
         session.note_fired(rule.name)
     return result

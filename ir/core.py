@@ -235,6 +235,7 @@ class Graph:
         self.constants: dict[str, Value] = {}
         self._input_names: set[str] = set()
         self._next_suffix: dict[str, int] = {}  # keeps constant-name uniquing O(1) amortized
+        self._constants_added = 0  # see ``constants_added``
         self._head: Node | None = None
         self._tail: Node | None = None
         self._num_nodes = 0
@@ -277,7 +278,17 @@ class Graph:
         self._next_suffix[name] = i
         v = Value(t, unique, const=array)
         self.constants[unique] = v
+        self._constants_added += 1
         return v
+
+    @property
+    def constants_added(self) -> int:
+        """How many constants ``add_constant`` has added to this graph so far.
+        A constant's array never changes (it is read-only and the mutation
+        API has no way to replace it), so a fact proved of the constants
+        (``cse``: no two are equal) holds while this count is unchanged,
+        whatever was removed."""
+        return self._constants_added
 
     def remove_constant(self, value: Value) -> None:
         """Remove an unused constant. ValueError if it still has uses."""

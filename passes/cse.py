@@ -27,7 +27,8 @@ the same reason. Nodes with subgraphs (control flow) are never merged with
 each other, but each nested body gets the same treatment on its own
 (``ir.transforms.walk_graphs``; no value crosses a graph boundary), and
 graph inputs are never merged. One forward walk per graph with a hash
-table: O(nodes + constant bytes).
+table: O(nodes + constant bytes); a later run compares the constants again
+only if one was added since (``Graph.constants_added``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Hashable
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -63,9 +65,18 @@ class CommonSubexpressionElimination(Pass):
         return changed
 
 
+# graph -> ``Graph.constants_added`` when ``_merge_constants`` last left its constants pairwise distinct
+_DISTINCT: WeakKeyDictionary[Graph, int] = WeakKeyDictionary()
+
+
 def _merge_in(graph: Graph) -> bool:
-    """CSE within ``graph``'s own nodes and constants."""
-    changed = _merge_constants(graph)
+    """CSE within ``graph``'s own nodes and constants. The constants are
+    compared again only when one was added since they were last found
+    pairwise distinct (removing constants keeps them so)."""
+    changed = False
+    if _DISTINCT.get(graph) != graph.constants_added:
+        changed = _merge_constants(graph)
+        _DISTINCT[graph] = graph.constants_added
     number: dict[Value, int] = {}  # value numbering, for the canonical order of commutative inputs
     for v in graph.inputs + list(graph.constants.values()):
         number[v] = len(number)

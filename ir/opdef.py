@@ -196,7 +196,7 @@ class OpDef:
         sequence that notes which constants the rule reads).
 
         Memoized: a rule that decides without reading any constant input is
-        not run again for the same op, attributes and input types
+        not run again for the same rule, attributes and input types
         (``_INFERRED``, at most ``MAX_MEMO`` entries).
 
         Raises:
@@ -209,7 +209,7 @@ class OpDef:
             consts = [None] * len(types)
         types = types if type(types) is list else list(types)
         if not self.subgraph_roles:
-            key = _memo_key(self.name, types, attrs)
+            key = _memo_key(self.infer, types, attrs)
             if key is not None:
                 known = _INFERRED.get(key)
                 if known is not None:
@@ -233,17 +233,19 @@ class OpDef:
 MAX_MEMO = 16384
 """Entries of the type-rule memo (``OpDef.infer_types``) before it starts over."""
 
-# (op, attribute key, input types) -> output types, for type rules that read
-# no constant input: a rule is a pure function of its arguments, so one that
-# decided without looking at the constants gives the same types for any.
+# (type rule, input types, attribute key) -> output types, for rules that
+# read no constant input: a rule is a pure function of its arguments, so one
+# that decided without looking at the constants gives the same types for any.
+# Keyed by the rule itself, not the op name: an op registered again (a test's
+# stand-in) never sees another rule's types.
 _INFERRED: dict[tuple, tuple[TensorType, ...]] = {}
 
 _ATOMS = (int, bool, str, DType)  # attribute values that key the memo as they are
 
 
-def _memo_key(op: str, types: list[TensorType], attrs: dict) -> tuple | None:
-    """The memo key of a type-rule call, or None when an attribute value
-    cannot key it. Floats key by ``float.hex`` (``-0.0`` is not ``0.0``);
+def _memo_key(op: Any, types: list[TensorType], attrs: dict) -> tuple | None:
+    """The memo key of a call of type rule ``op`` (the rule function), or
+    None when an attribute value cannot key it. Floats key by ``float.hex`` (``-0.0`` is not ``0.0``);
     bools and ints by their class too (``True`` is not ``1``)."""
     if not attrs:
         return (op, *types)

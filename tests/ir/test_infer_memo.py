@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from ir import DType, Graph, TensorType, get_op
-from ir.opdef import _INFERRED, MAX_MEMO, OpError, _memo_key
+from ir import opdef as registry
+from ir.opdef import _INFERRED, MAX_MEMO, OpDef, OpError, _memo_key
 
 F32 = DType.FLOAT32
 
@@ -105,3 +106,13 @@ def test_tensor_type_hash_is_cached_and_consistent():
     c = pickle.loads(pickle.dumps(a))
     assert c == a and hash(c) == hash(a)
     assert TensorType(DType.FLOAT64, ("N", 3)) != a
+
+
+def test_an_op_registered_again_never_sees_another_rule_s_types(monkeypatch):
+    def rule(shape):
+        return lambda types, attrs, consts: [TensorType(F32, shape)]
+
+    monkeypatch.setitem(registry._REGISTRY, "test_memo", OpDef("test_memo", rule((1,)), lambda a, at: a, 1))
+    assert get_op("test_memo").infer_types([t(3)], {}) == [t(1)]
+    monkeypatch.setitem(registry._REGISTRY, "test_memo", OpDef("test_memo", rule((2,)), lambda a, at: a, 1))
+    assert get_op("test_memo").infer_types([t(3)], {}) == [t(2)]

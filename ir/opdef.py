@@ -245,8 +245,9 @@ _ATOMS = (int, bool, str, DType)  # attribute values that key the memo as they a
 
 def _memo_key(op: Any, types: list[TensorType], attrs: dict) -> tuple | None:
     """The memo key of a call of type rule ``op`` (the rule function), or
-    None when an attribute value cannot key it. Floats key by ``float.hex`` (``-0.0`` is not ``0.0``);
-    bools and ints by their class too (``True`` is not ``1``)."""
+    None when an attribute value cannot key it. Floats key by ``float.hex``
+    (``-0.0`` is not ``0.0``); bools and ints by their class too (``True``
+    is not ``1``)."""
     if not attrs:
         return (op, *types)
     parts: list = [op, *types]

@@ -136,7 +136,7 @@ _PLAIN = (int, bool, str, DType)  # attribute values that key as (class name, va
 
 def _freeze_attrs(attrs: dict[str, Any]) -> Hashable:
     """``_freeze(attrs)``, with the common values (ints, bools, strings,
-    dtypes, floats, flat tuples of ints) keyed without a call per value."""
+    dtypes, floats) keyed without a call per value."""
     parts = []
     for name, v in attrs.items():
         kind = type(v)

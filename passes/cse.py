@@ -77,9 +77,6 @@ def _merge_in(graph: Graph) -> bool:
     if _DISTINCT.get(graph) != graph.constants_added:
         changed = _merge_constants(graph)
         _DISTINCT[graph] = graph.constants_added
-    number: dict[Value, int] = {}  # value numbering, for the canonical order of commutative inputs
-    for v in graph.inputs + list(graph.constants.values()):
-        number[v] = len(number)
     seen: dict[Hashable, Any] = {}
     kinds: dict[str, tuple[bool, bool]] = {}  # op -> (mergeable, commutative), read once per op
     for node in graph:
@@ -88,11 +85,13 @@ def _merge_in(graph: Graph) -> bool:
             opdef = get_op(node.op)
             kind = kinds[node.op] = (not opdef.has(RANDOM), opdef.commutative)  # two draws are two draws
         if kind[0] and not node.subgraphs:
-            operands = [number[v] for v in node._inputs]
-            if kind[1]:
-                operands.sort()
+            # the input values themselves (equal when identical); a commutative op's in a
+            # canonical order, any fixed one will do within the walk: by id
+            operands = node._inputs
+            if kind[1] and len(operands) > 1:
+                operands = tuple(sorted(operands, key=id))
             outputs = node.outputs
-            key = (node.op, _freeze_attrs(node.attrs) if node.attrs else (), tuple(operands),
+            key = (node.op, _freeze_attrs(node.attrs) if node.attrs else (), operands,
                    (outputs[0].type,) if len(outputs) == 1 else tuple(v.type for v in outputs))
             first = seen.setdefault(key, node)
             if first is not node:
@@ -100,9 +99,6 @@ def _merge_in(graph: Graph) -> bool:
                     graph.replace_all_uses(old, new)
                 graph.erase(node)
                 changed = True
-                continue
-        for v in node.outputs:
-            number[v] = len(number)
     return changed
 
 

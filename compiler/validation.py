@@ -145,32 +145,53 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
         for axis in range(rank):
             union(*(s[axis - (rank - len(s))] for s in shapes if axis - (rank - len(s)) >= 0))
 
+    values, expansions = lowered.values, lowered.expansions
+
+    def ir_dims(var) -> tuple | None:
+        """The IR shape of ``var``; a DimShuffle that was never lowered
+        (``LoweringContext.expansions``) has its source's with leading 1s."""
+        value = values.get(var)
+        if value is not None:
+            return value.type.shape
+        if var in expansions:
+            source, k = expansions[var]
+            dims = ir_dims(source)
+            return None if dims is None else (1,) * k + tuple(dims)
+        return None
+
     def ir_shape(var, drop_static_one=True):
-        value = lowered.values.get(var)
-        if value is None or not hasattr(var.type, "shape"):
+        dims = ir_dims(var)
+        if dims is None or not hasattr(var.type, "shape"):
             return None
         static = var.type.shape
-        return tuple(None if drop_static_one and s == 1 else d for d, s in zip(value.type.shape, static))
+        return tuple(None if drop_static_one and s == 1 else d for d, s in zip(dims, static))
 
     if not owner:
         return []  # no symbolic input dim: nothing to group
     order = lowered.order if lowered.order else io_toposort(lowered.input_vars, lowered.output_vars)
+    kinds: dict[type, str | None] = {}  # op class -> "elemwise", "dot", "blockwise" or None (nothing to check)
     for node in order:
         op = node.op
-        if isinstance(op, Elemwise):
+        kind = kinds.get(type(op), "?")
+        if kind == "?":
+            kind = kinds[type(op)] = ("elemwise" if isinstance(op, Elemwise) else "dot"
+                                      if isinstance(op, (Dot, BatchedDot)) else "blockwise"
+                                      if isinstance(op, Blockwise) else None)
+        if kind is None or kind == "blockwise" and not isinstance(op.core_op, Dot):
+            continue
+        if kind == "elemwise":
             if len(node.inputs) < 2:
                 continue  # one input: nothing to broadcast against
-            values = [lowered.values.get(v) for v in node.inputs]
-            if None not in values:
-                if all(v.type.shape == values[0].type.shape for v in values):
+            shapes = [ir_dims(v) for v in node.inputs]
+            if None not in shapes:
+                if all(s == shapes[0] for s in shapes):
                     continue  # equal IR shapes: every union would join a dim with itself
-                if len({d for v in values for d in v.type.shape if type(d) is str and d in owner}) < 2:
+                if len({d for s in shapes for d in s if type(d) is str and d in owner}) < 2:
                     continue  # fewer than two input dims: no union to make
             union_broadcast([ir_shape(v) for v in node.inputs])
-        elif isinstance(op, (Dot, BatchedDot)) or (isinstance(op, Blockwise) and isinstance(op.core_op, Dot)):
-            values = [lowered.values.get(v) for v in node.inputs[:2]]
-            if None not in values and len({d for v in values for d in v.type.shape
-                                           if type(d) is str and d in owner}) < 2:
+        else:  # Dot, BatchedDot, Blockwise(Dot)
+            shapes = [ir_dims(v) for v in node.inputs[:2]]
+            if None not in shapes and len({d for s in shapes for d in s if type(d) is str and d in owner}) < 2:
                 continue  # fewer than two input dims: no union to make
             a, b = ir_shape(node.inputs[0]), ir_shape(node.inputs[1])
             if a and b:

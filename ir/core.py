@@ -38,11 +38,17 @@ class Origin(NamedTuple):
 
 
 def merge_origins(*groups: Sequence[Origin]) -> tuple[Origin, ...]:
-    """The union of several origin tuples, first occurrence first."""
-    if len(groups) == 2:  # the common call: at most one origin each, often the same one
+    """The union of several origin tuples, first occurrence first. Each
+    tuple is duplicate-free (every ``Node.origins`` is built by this union
+    or holds one origin), which the common two-tuple calls rely on."""
+    if len(groups) == 2:  # the common call: few origins each, often the same ones
         a, b = groups
-        if len(a) <= 1 and len(b) <= 1:
-            return tuple(a) if not b or tuple(a) == tuple(b) else tuple(a) + tuple(b) if a else tuple(b)
+        if not b or a is b:
+            return tuple(a)
+        if not a:
+            return tuple(b)
+        if len(b) == 1:
+            return tuple(a) if b[0] in a else tuple(a) + tuple(b)
     return tuple(dict.fromkeys(o for group in groups for o in group))
 
 
@@ -181,10 +187,13 @@ def inherit_origins(value: Value, origins: Sequence[Origin]) -> None:
     """Add ``origins`` to those of ``value``'s producer (it now stands for
     what they computed) and give them to its ancestors that have no origins
     yet (nodes just built; the walk stops at nodes that have some)."""
-    if value.producer is None:
+    node = value.producer
+    if node is None:
         return
-    value.producer.origins = merge_origins(value.producer.origins, origins)
-    stack = [v.producer for v in value.producer.inputs if v.producer is not None]
+    node.origins = merge_origins(node.origins, origins)
+    stack = [v.producer for v in node._inputs if v.producer is not None and not v.producer.origins]
+    if not stack:
+        return  # the common case: every producer of an input already has origins
     seen: set[int] = set()
     while stack:
         node = stack.pop()
@@ -226,6 +235,7 @@ class Graph:
         self.constants: dict[str, Value] = {}
         self._input_names: set[str] = set()
         self._next_suffix: dict[str, int] = {}  # keeps constant-name uniquing O(1) amortized
+        self._constants_added = 0  # see ``constants_added``
         self._head: Node | None = None
         self._tail: Node | None = None
         self._num_nodes = 0
@@ -268,7 +278,17 @@ class Graph:
         self._next_suffix[name] = i
         v = Value(t, unique, const=array)
         self.constants[unique] = v
+        self._constants_added += 1
         return v
+
+    @property
+    def constants_added(self) -> int:
+        """How many constants ``add_constant`` has added to this graph so far.
+        A constant's array never changes (it is read-only and the mutation
+        API has no way to replace it), so a fact proved of the constants
+        (``cse``: no two are equal) holds while this count is unchanged,
+        whatever was removed."""
+        return self._constants_added
 
     def remove_constant(self, value: Value) -> None:
         """Remove an unused constant. ValueError if it still has uses."""
@@ -404,7 +424,8 @@ class Graph:
         Raises:
             ValueError: if any output still has uses or is a graph output.
         """
-        self._check_owned(node)
+        if node.graph is not self:
+            self._check_owned(node)
         for out in node.outputs:
             if out._uses or out in self._output_set:
                 raise ValueError(f"cannot erase {node.op}: output %{out.name or '?'} is still used")
@@ -496,7 +517,8 @@ class Graph:
             self._nested[node] = None
 
     def _unlink(self, node: Node) -> None:
-        self._check_owned(node)
+        if node.graph is not self:
+            self._check_owned(node)
         if node._prev is None:
             self._head = node._next
         else:

@@ -149,6 +149,10 @@ class OpDef:
             if a.kind not in ATTR_KINDS:
                 raise ValueError(f"{self.name}: unknown attribute kind {a.kind}")
         object.__setattr__(self, "_sorted_attrs", tuple(sorted(self.attrs.items())))
+        # the normalized attributes of a node given none (None: one is required)
+        defaults = None if any(a.default is REQUIRED for a in self.attrs.values()) else \
+            {name: a.default for name, a in self._sorted_attrs}
+        object.__setattr__(self, "_defaults", defaults)
 
     def normalize_attrs(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """Attributes checked against the schema, defaults filled in, sorted by name.
@@ -156,8 +160,11 @@ class OpDef:
         Raises:
             OpError: unknown attribute, missing required one, or bad value.
         """
-        if not attrs and not self.attrs:
-            return {}
+        if not attrs:
+            if self._defaults is None:
+                raise OpError(f"{self.name}: missing required attribute "
+                              f"{next(n for n, a in self._sorted_attrs if a.default is REQUIRED)}")
+            return dict(self._defaults)
         unknown = [name for name in attrs if name not in self.attrs]
         if unknown:
             raise OpError(f"{self.name}: unknown attribute(s) {sorted(unknown)}")
@@ -188,6 +195,10 @@ class OpDef:
         ``consts`` is read, never copied or changed (a caller may pass a
         sequence that notes which constants the rule reads).
 
+        Memoized: a rule that decides without reading any constant input is
+        not run again for the same rule, attributes and input types
+        (``_INFERRED``, at most ``MAX_MEMO`` entries).
+
         Raises:
             OpError: the type rule rejects the inputs, or an op with
                 ``subgraph_roles`` lacks one of its nested graphs.
@@ -198,12 +209,91 @@ class OpDef:
             consts = [None] * len(types)
         types = types if type(types) is list else list(types)
         if not self.subgraph_roles:
+            key = _memo_key(self.infer, types, attrs)
+            if key is not None:
+                known = _INFERRED.get(key)
+                if known is not None:
+                    return list(known)
+                watched = _Watched(consts)
+                result = self.infer(types, attrs, watched)
+                result = result if type(result) is list else list(result)
+                if not watched.read:  # the types alone decided: any constants give the same
+                    if len(_INFERRED) >= MAX_MEMO:
+                        _INFERRED.clear()
+                    _INFERRED[key] = tuple(result)
+                return result
             result = self.infer(types, attrs, consts)
             return result if type(result) is list else list(result)
         subgraphs = dict(subgraphs or {})
         if sorted(subgraphs) != sorted(self.subgraph_roles):
             raise OpError(f"{self.name} needs nested graphs {list(self.subgraph_roles)}, got {sorted(subgraphs)}")
         return list(self.infer(types, attrs, consts, subgraphs))
+
+
+MAX_MEMO = 16384
+"""Entries of the type-rule memo (``OpDef.infer_types``) before it starts over."""
+
+# (type rule, input types, attribute key) -> output types, for rules that
+# read no constant input: a rule is a pure function of its arguments, so one
+# that decided without looking at the constants gives the same types for any.
+# Keyed by the rule itself, not the op name: an op registered again (a test's
+# stand-in) never sees another rule's types.
+_INFERRED: dict[tuple, tuple[TensorType, ...]] = {}
+
+_ATOMS = (int, bool, str, DType)  # attribute values that key the memo as they are
+
+
+def _memo_key(op: Any, types: list[TensorType], attrs: dict) -> tuple | None:
+    """The memo key of a call of type rule ``op`` (the rule function), or
+    None when an attribute value cannot key it. Floats key by ``float.hex``
+    (``-0.0`` is not ``0.0``); bools and ints by their class too (``True``
+    is not ``1``)."""
+    if not attrs:
+        return (op, *types)
+    parts: list = [op, *types]
+    for name, v in attrs.items():
+        kind = type(v)
+        if kind is float:
+            parts += (name, kind, v.hex())
+        elif kind in _ATOMS:
+            parts += (name, kind, v)
+        elif kind is tuple and all(type(e) is int for e in v):
+            parts += (name, kind, v)  # ints only: no bool among them to mistake for 1
+        elif kind is tuple and all(type(e) in _ATOMS for e in v):
+            parts += (name, kind, tuple((type(e), e) for e in v))
+        else:
+            return None  # float tuples and the rest: not worth a key
+    return tuple(parts)
+
+
+class _Watched:
+    """A read-only sequence (a type rule's constant inputs) that notes
+    whether anything read its items (its length is not a read)."""
+
+    __slots__ = ("_items", "read")
+
+    def __init__(self, items: Sequence):
+        self._items = items
+        self.read = False
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, i):
+        self.read = True
+        return self._items[i]
+
+    def __iter__(self):
+        self.read = True
+        return iter(self._items)
+
+    def __reversed__(self):
+        self.read = True
+        return reversed(self._items)
+
+    def __contains__(self, item) -> bool:
+        self.read = True
+        return item in self._items
 
 
 _REGISTRY: dict[str, OpDef] = {}

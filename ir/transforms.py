@@ -98,10 +98,12 @@ def remove_dead_code(graph: Graph) -> bool:
     changed = False
     live_outputs = set(graph.outputs)
     for node in reversed(graph.nodes):
-        if any(out.num_uses or out in live_outputs for out in node.outputs):
-            continue
-        graph.erase(node)
-        changed = True
+        for out in node.outputs:
+            if out._uses or out in live_outputs:
+                break
+        else:  # no output is read or returned
+            graph.erase(node)
+            changed = True
     for value in list(graph.constants.values()):
         if not value.num_uses and value not in live_outputs:
             graph.remove_constant(value)

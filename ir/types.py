@@ -113,7 +113,7 @@ class TensorType:
             str, an ``Expr`` or None. ValueError: a negative dim.
     """
 
-    __slots__ = ("dtype", "shape")
+    __slots__ = ("dtype", "shape", "_hash")  # _hash: computed on first use (types key memos and tables)
     __match_args__ = ("dtype", "shape")
 
     def __init__(self, dtype: DType, shape: tuple[Dim, ...]):
@@ -153,7 +153,12 @@ class TensorType:
         return self.dtype is other.dtype and self.shape == other.shape
 
     def __hash__(self) -> int:
-        return hash((self.dtype, self.shape))
+        try:
+            return self._hash
+        except AttributeError:
+            h = hash((self.dtype, self.shape))
+            _set(self, "_hash", h)
+            return h
 
     def __reduce__(self):
         return TensorType, (self.dtype, self.shape)

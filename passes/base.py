@@ -43,16 +43,28 @@ class Pass(abc.ABC):
     package; a pass from elsewhere (a plugin) defaults to False, and after
     it changes a graph the pipeline ends the record (``forget_changes``):
     the next ``shape-inference`` is a full run.
+
+    ``deterministic``: what ``run`` does depends only on the graph and the
+    pass's options (no state kept elsewhere, no randomness), and ``run``
+    returns True whenever it changed the graph. Then a run that found nothing
+    to change finds nothing again on the same graph, so ``run_pipeline``
+    skips an equal pass (same class and options) when its last run returned
+    False and no pass has changed the graph since. True for the passes of
+    this package; a pass from elsewhere defaults to False (always run).
     """
 
     name: ClassVar[str] = ""
     after: ClassVar[tuple[str, ...]] = ()
     records_changes: ClassVar[bool] = False
+    deterministic: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        ours = cls.__module__.partition(".")[0] == __name__.partition(".")[0]
         if "records_changes" not in cls.__dict__:
-            cls.records_changes = cls.__module__.partition(".")[0] == __name__.partition(".")[0]
+            cls.records_changes = ours
+        if "deterministic" not in cls.__dict__:
+            cls.deterministic = ours
 
     @abc.abstractmethod
     def run(self, graph: Graph) -> bool:
@@ -186,16 +198,46 @@ def run_pipeline(graph: Graph, passes: Sequence[Pass], after_pass: AfterPassHook
     changed, seconds)`` after each. A pass for which ``before_pass(pass,
     graph)`` returns False is skipped (no ``after_pass`` call).
 
+    A ``deterministic`` pass equal to one whose last run changed nothing,
+    when no pass has changed the graph since, is not run again (it would
+    find nothing again); ``after_pass`` still reports it, as unchanged, with
+    0 seconds. So the repeated ``canonicalize``, ``constant-folding``,
+    ``cse`` and ``dce`` of the default pipeline cost nothing on a graph
+    they have nothing to do on.
+
     Raises:
         PassOrderError: the list breaks an ``after`` contract (``check_order``),
             before any pass runs.
     """
     check_order(passes)
+    changes = 0  # how many pass runs have changed the graph so far
+    clean_at: dict[Pass, int] = {}  # pass -> ``changes`` when a run of it last changed nothing
     for p in passes:
         if before_pass is not None and not before_pass(p, graph):
+            continue
+        key = _skip_key(p)
+        if key is not None and clean_at.get(key) == changes:
+            if after_pass is not None:
+                after_pass(p, graph, False, 0.0)
             continue
         start = time.perf_counter()
         changed = run_pass(p, graph)
         seconds = time.perf_counter() - start
+        if changed:
+            changes += 1
+        elif key is not None:
+            clean_at[key] = changes
         if after_pass is not None:
             after_pass(p, graph, changed, seconds)
+
+
+def _skip_key(p: Pass) -> Pass | None:
+    """``p`` as a key of ``run_pipeline``'s table of clean runs, or None when
+    it may not be skipped (not ``deterministic``, or unhashable options)."""
+    if not p.deterministic:
+        return None
+    try:
+        hash(p)
+    except TypeError:
+        return None
+    return p

@@ -27,7 +27,8 @@ the same reason. Nodes with subgraphs (control flow) are never merged with
 each other, but each nested body gets the same treatment on its own
 (``ir.transforms.walk_graphs``; no value crosses a graph boundary), and
 graph inputs are never merged. One forward walk per graph with a hash
-table: O(nodes + constant bytes).
+table: O(nodes + constant bytes); a later run compares the constants again
+only if one was added since (``Graph.constants_added``).
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Hashable
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from ir import Graph, Value, get_op
+from ir import DType, Graph, Value, get_op
 from ir.opdef import RANDOM
 from ir.transforms import walk_graphs
 from passes.base import Pass, register_pass
@@ -63,12 +65,18 @@ class CommonSubexpressionElimination(Pass):
         return changed
 
 
+# graph -> ``Graph.constants_added`` when ``_merge_constants`` last left its constants pairwise distinct
+_DISTINCT: WeakKeyDictionary[Graph, int] = WeakKeyDictionary()
+
+
 def _merge_in(graph: Graph) -> bool:
-    """CSE within ``graph``'s own nodes and constants."""
-    changed = _merge_constants(graph)
-    number: dict[Value, int] = {}  # value numbering, for the canonical order of commutative inputs
-    for v in graph.inputs + list(graph.constants.values()):
-        number[v] = len(number)
+    """CSE within ``graph``'s own nodes and constants. The constants are
+    compared again only when one was added since they were last found
+    pairwise distinct (removing constants keeps them so)."""
+    changed = False
+    if _DISTINCT.get(graph) != graph.constants_added:
+        changed = _merge_constants(graph)
+        _DISTINCT[graph] = graph.constants_added
     seen: dict[Hashable, Any] = {}
     kinds: dict[str, tuple[bool, bool]] = {}  # op -> (mergeable, commutative), read once per op
     for node in graph:
@@ -77,11 +85,13 @@ def _merge_in(graph: Graph) -> bool:
             opdef = get_op(node.op)
             kind = kinds[node.op] = (not opdef.has(RANDOM), opdef.commutative)  # two draws are two draws
         if kind[0] and not node.subgraphs:
-            operands = [number[v] for v in node._inputs]
-            if kind[1]:
-                operands.sort()
+            # the input values themselves (equal when identical); a commutative op's in a
+            # canonical order, any fixed one will do within the walk: by id
+            operands = node._inputs
+            if kind[1] and len(operands) > 1:
+                operands = tuple(sorted(operands, key=id))
             outputs = node.outputs
-            key = (node.op, _freeze(node.attrs) if node.attrs else (), tuple(operands),
+            key = (node.op, _freeze_attrs(node.attrs) if node.attrs else (), operands,
                    (outputs[0].type,) if len(outputs) == 1 else tuple(v.type for v in outputs))
             first = seen.setdefault(key, node)
             if first is not node:
@@ -89,9 +99,6 @@ def _merge_in(graph: Graph) -> bool:
                     graph.replace_all_uses(old, new)
                 graph.erase(node)
                 changed = True
-                continue
-        for v in node.outputs:
-            number[v] = len(number)
     return changed
 
 
@@ -102,11 +109,12 @@ def _merge_constants(graph: Graph) -> bool:
     distinct weights cost no pass over their bytes."""
     first: dict[tuple, Value] = {}
     changed = False
-    kinds = Counter((v.const.dtype.str, v.const.shape) for v in graph.constants.values())
-    for value in list(graph.constants.values()):
-        data = value.const
-        if kinds[(data.dtype.str, data.shape)] < 2:
+    constants = [(v, (v.const.dtype.str, v.const.shape)) for v in graph.constants.values()]
+    kinds = Counter(kind for _, kind in constants)
+    for value, kind in constants:
+        if kinds[kind] < 2:
             continue
+        data = value.const
         small = data.nbytes <= SMALL_BYTES  # keyed by its bytes: no digest, no collision
         key = (data.dtype.str, data.shape, small,
                data.tobytes() if small else hashlib.blake2b(np.ascontiguousarray(data)).digest())
@@ -117,6 +125,24 @@ def _merge_constants(graph: Graph) -> bool:
         graph.remove_constant(value)
         changed = True
     return changed
+
+
+_PLAIN = (int, bool, str, DType)  # attribute values that key as (class name, value) directly
+
+
+def _freeze_attrs(attrs: dict[str, Any]) -> Hashable:
+    """``_freeze(attrs)``, with the common values (ints, bools, strings,
+    dtypes, floats) keyed without a call per value."""
+    parts = []
+    for name, v in attrs.items():
+        kind = type(v)
+        if kind in _PLAIN:
+            parts.append((name, (kind.__name__, v)))
+        elif kind is float:
+            parts.append((name, ("float", v.hex())))
+        else:
+            parts.append((name, _freeze(v)))
+    return tuple(parts)
 
 
 def _freeze(attr: Any) -> Hashable:

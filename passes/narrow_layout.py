@@ -121,8 +121,7 @@ class _Rewriter:
             self.replace(node, [self.flip(node.inputs[0], node)], attrs, transposed=bool(node.attrs["keepdims"]))
         elif not narrow(out.type):
             return
-        elif elementwise(op) and all(len(v.type.shape) <= 2 for v in node._inputs) \
-                and (broadcasts(node) or all(self.free(v) for v in node._inputs)):
+        elif elementwise(op) and self.pays(node):
             self.replace(node, [self.flip(v, node) for v in node.inputs], dict(node.attrs))
         elif op == "unsqueeze" and node.inputs[0].rank == 1 and list(node.attrs["axes"]) in ([1], [-1]) \
                 and any(broadcasts(use.node) for use in out.uses()):
@@ -134,6 +133,22 @@ class _Rewriter:
                 and self.free(node.inputs[0]):
             shape = self.constant(node.inputs[1].const[::-1].copy(), "expand_shape")
             self.replace(node, [self.flip(node.inputs[0], node), shape], dict(node.attrs))
+
+    def pays(self, node: Node) -> bool:
+        """For an elementwise node with a narrow result: whether every input
+        has rank <= 2 and the node ``broadcasts`` or all its inputs are
+        ``free`` (one loop over the inputs)."""
+        shape = node.outputs[0].type.shape
+        broadcast, free = False, True
+        for v in node._inputs:
+            s = v.type.shape
+            if len(s) > 2:
+                return False
+            if s and s != shape:
+                broadcast = True
+            elif free and not self.free(v):
+                free = False
+        return broadcast or free
 
     def replace(self, node: Node, inputs: list[Value], attrs: dict, transposed: bool = True) -> None:
         clone = self.graph.create_node(node.op, inputs, attrs)

@@ -61,7 +61,7 @@ import numpy as np
 from ir import Graph, Node, TensorType, Value
 from ir import symbolic as sym
 from ir.core import merge_origins
-from ir.transforms import add_fresh_constant, refine_types, walk_scopes
+from ir.transforms import add_fresh_constant, refine_types, walk_graphs, walk_scopes
 from passes.rewrite_log import RewriteLog, active_log
 from ir.ops import get_op
 
@@ -75,6 +75,8 @@ class Match:
     of the graph's outputs (the driver keeps one, so that single-use checks
     do not scan the output list)."""
 
+    __slots__ = ("root", "outputs", "_bindings")
+
     def __init__(self, root: Node, outputs: set[Value] | None = None):
         self.root = root
         self.outputs = outputs
@@ -83,9 +85,11 @@ class Match:
     def __getitem__(self, name: str) -> Any:
         return self._bindings[name]
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # only called for names that are not slots: the bindings
+        if name == "_bindings":  # not set yet (a copy being built)
+            raise AttributeError(name)
         try:
-            return self.__dict__["_bindings"][name]
+            return self._bindings[name]
         except KeyError:
             raise AttributeError(f"pattern binds no {name!r}") from None
 
@@ -261,8 +265,9 @@ class Op(Pattern):
     def _solve_node(self, node: Node, m: Match, then: Callable[[], str | None]) -> str | None:
         if len(node.outputs) != 1:
             return f"{node.op} has {len(node.outputs)} outputs"
-        if len(node.inputs) != len(self.inputs) and (self.rest is None or len(node.inputs) < len(self.inputs)):
-            return f"{node.op} has {len(node.inputs)} inputs, pattern has {len(self.inputs)}"
+        have, want = len(node._inputs), len(self.inputs)
+        if have != want and (self.rest is None or have < want):
+            return f"{node.op} has {have} inputs, pattern has {want}"
         for key, want in self.attrs.items():
             have = node.attrs.get(key)
             ok = want(have) if callable(want) else have == want
@@ -276,11 +281,19 @@ class Op(Pattern):
             orders = [self.inputs, self.inputs[::-1]]
         else:
             orders = [self.inputs]
+        name = self.name
+
+        def finish() -> str | None:  # the node matched: bind it, then match the rest of the pattern
+            return (name is not None and m._bind(name, node)) or m._bind(("node", id(node)), node) or then()
+
+        if len(orders) == 1:
+            # One operand order: nothing to retry, so nothing to restore (a
+            # choice point above restores the bindings it saved).
+            return _solve_all(orders[0], node._inputs, m, finish)
         reasons = []
         for order in orders:
             saved = dict(m._bindings)
-            why = _solve_all(order, node.inputs, m,
-                             lambda: m._bind(self.name, node) or m._bind(("node", id(node)), node) or then())
+            why = _solve_all(order, node._inputs, m, finish)
             if why is None:
                 return None
             m._bindings = saved
@@ -305,8 +318,12 @@ def _solve_all(patterns: Sequence[Pattern], values: Sequence[Value], m: Match,
     in sequence, without a continuation per part: such a part never retries,
     so the result and the reason for failing are the same."""
     i, n = 0, len(patterns)
-    while i < n and _has_no_choices(patterns[i]):
-        why = patterns[i].match(values[i], m)
+    while i < n:
+        p = patterns[i]
+        plain = _NO_CHOICES.get(id(p))
+        if not (plain[1] if plain is not None and plain[0] is p else _has_no_choices(p)):
+            break
+        why = p.match(values[i], m)
         if why is not None:
             return why
         i += 1
@@ -450,6 +467,9 @@ class Rule:
     # The sets of ops one of which a graph must hold entirely for the pattern
     # to match anywhere in it (``op_requirements``); computed once here.
     requires: tuple[frozenset[str], ...] = field(init=False, repr=False, compare=False, default=())
+    # Whether every match reads a graph constant (``reads_constant``): the
+    # rule cannot fire in a graph without constants; computed once here.
+    needs_constant: bool = field(init=False, repr=False, compare=False, default=False)
 
     def __post_init__(self):
         if not self.defined_at:
@@ -457,11 +477,27 @@ class Rule:
             object.__setattr__(self, "defined_at", f"{frame.f_code.co_filename}:{frame.f_lineno}")
         needs = frozenset(self.needs)
         object.__setattr__(self, "requires", tuple(c | needs for c in op_requirements(self.pattern)))
+        object.__setattr__(self, "needs_constant", reads_constant(self.pattern))
 
-    def possible(self, ops: set[str] | frozenset[str]) -> bool:
+    def possible(self, ops: set[str] | frozenset[str], constants: bool = True) -> bool:
         """Whether the pattern could match in a graph whose nodes have the op
-        names ``ops`` (False: it surely cannot; see ``op_requirements``)."""
-        return any(clause <= ops for clause in self.requires)
+        names ``ops`` and which has graph constants or not (False: it surely
+        cannot; see ``op_requirements`` and ``reads_constant``)."""
+        return (constants or not self.needs_constant) and any(clause <= ops for clause in self.requires)
+
+
+def reads_constant(p: Pattern) -> bool:
+    """Whether every match of ``p`` binds a graph constant: ``p`` is a
+    ``Const``, an ``Op`` one of whose inputs (``rest`` aside: it may match
+    no input) reads a constant, or an ``AnyOf`` whose every alternative
+    does. Such a pattern cannot match in a graph without constants."""
+    if isinstance(p, Const):
+        return True
+    if isinstance(p, Op):
+        return any(reads_constant(q) for q in p.inputs)
+    if isinstance(p, AnyOf):
+        return bool(p.alternatives) and all(reads_constant(q) for q in p.alternatives)
+    return False
 
 
 MAX_CLAUSES = 64  # op_requirements keeps at most this many alternative op sets
@@ -560,7 +596,8 @@ def apply_rules(graph: Graph, rules: Iterable[Rule], *, trace: list[Miss] | None
     rules = list(rules)
     # A trace or the debug log wants every rule's reason for missing: no op filter then.
     quick = trace is None and not log.isEnabledFor(logging.DEBUG)
-    active = _ActiveRules(rules, graph.op_names() if quick else None)
+    constants = any(g.constants for g in walk_graphs(graph)) if quick else True
+    active = _ActiveRules(rules, graph.op_names() if quick else None, constants)
     if not active.by_op:
         return False  # no rule can match: O(op names), no node visited
     by_op = {rule.pattern.op for rule in rules}
@@ -579,14 +616,22 @@ class _ActiveRules:
     node it could match: the engine visits the same nodes in the same order
     as without this filter, it only skips rules that surely decline."""
 
-    def __init__(self, rules: list[Rule], ops: set[str] | None):
+    def __init__(self, rules: list[Rule], ops: set[str] | None, constants: bool = True):
         self.rules = rules
         self.ops = set(ops) if ops is not None else None  # None: every rule is active
+        self.constants = constants  # whether the graph has constants (``Rule.needs_constant``)
         self._update()
 
-    def add_ops(self, ops: Iterable[str]) -> None:
-        """Note the op names of new nodes; recompute if one was absent."""
-        if self.ops is None:
+    def add_constants(self) -> None:
+        """Note that a rewrite made a graph constant; recompute if there was none."""
+        if not self.constants:
+            self.constants = True
+            self._update()
+
+    def add_ops(self, ops: Sequence[str]) -> None:
+        """Note the op names of new nodes (a list: read twice); recompute
+        if one was absent."""
+        if self.ops is None or self.ops.issuperset(ops):
             return
         new = [op for op in ops if op not in self.ops]
         if new:
@@ -596,7 +641,7 @@ class _ActiveRules:
     def _update(self) -> None:
         self.by_op: dict[str, list[tuple[Rule, frozenset[str], Callable[[Node], bool]]]] = {}
         for rule in self.rules:
-            if self.ops is None or rule.possible(self.ops):
+            if self.ops is None or rule.possible(self.ops, self.constants):
                 check = _skeletons.get(id(rule))
                 if check is None or check[0] is not rule:
                     check = _skeletons[id(rule)] = (rule, _skeleton_check(rule))
@@ -656,8 +701,10 @@ def _apply_in(graph: Graph, by_op: set[str], active: _ActiveRules, trace: list[M
             budget -= 1
             if budget < 0:
                 raise RuntimeError(f"rule set does not terminate (last rule: {rule.name} at {rule.defined_at})")
-            old = node.output
-            active.add_ops(n.op for n in rw.created)
+            old = node.outputs[0]
+            active.add_ops([n.op for n in rw.created])
+            if not active.constants and graph.constants:  # the rewrite made the graph's first constant
+                active.add_constants()
             touched = [use.node for use in old.uses()] + rw.created
             graph.replace_all_uses(old, new)
             if rw.pending != rw.bounds:  # the rewrite assumed new size facts: every type learns them
@@ -775,7 +822,8 @@ def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None, outputs
     # Provenance: what the rewrite built computes what every matched node did.
     origins = merge_origins(*(n.origins for n in rw.matched))
     for n in rw.created:
-        n.origins = merge_origins(n.origins, origins)
+        # ``Rewriter.add`` gave it the root's origins, which ``origins`` begins with
+        n.origins = origins if n.origins is node.origins else merge_origins(n.origins, origins)
     if session is not None:
         session.note_fired(rule.name)
     return result
@@ -786,8 +834,14 @@ def refines(new: TensorType, old: TensorType, bounds: sym.Bounds = ()) -> bool:
     ``old``: the same dtype and rank, and every dim equal or unknown (``?``)
     in ``old`` (a rewrite may know more, e.g. the batch dim a reshape lost),
     ``old``'s dims refined by the size facts ``bounds`` (``Rewriter.assume``)."""
-    return (new.dtype == old.dtype and new.rank == old.rank
-            and all(o is None or n == o or n == sym.refine(o, bounds) for n, o in zip(new.shape, old.shape)))
+    if new is old:
+        return True
+    if new.dtype != old.dtype or len(new.shape) != len(old.shape):
+        return False
+    for n, o in zip(new.shape, old.shape):
+        if not (o is None or n == o or n == sym.refine(o, bounds)):
+            return False
+    return True
 
 
 def erase_dead(graph: Graph, nodes: Iterable[Node], outputs: set[Value] | None = None) -> list[Value]:
@@ -804,9 +858,20 @@ def erase_dead(graph: Graph, nodes: Iterable[Node], outputs: set[Value] | None =
     freed: list[Value] = []
     while stack:
         n = stack.pop()
-        if n.graph is not graph or any(out.num_uses or is_output(out) for out in n.outputs):
+        if n.graph is not graph or _is_read(n, is_output):
             continue
-        freed.extend(n.inputs)
-        stack.extend(v.producer for v in n.inputs if v.producer is not None)
+        inputs = n._inputs
+        freed += inputs
+        for v in inputs:
+            if v.producer is not None:
+                stack.append(v.producer)
         graph.erase(n)
     return [v for v in freed if v.producer is None or v.producer.graph is graph]
+
+
+def _is_read(node: Node, is_output: Callable[[Value], bool]) -> bool:
+    """Whether an output of ``node`` has a reader or is a graph output."""
+    for out in node.outputs:
+        if out._uses or is_output(out):
+            return True
+    return False

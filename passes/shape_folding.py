@@ -60,15 +60,20 @@ class ShapeFolding(Pass):
         values = ShapeValues()
         reserved = nested_names(graph.nodes_with_subgraphs())  # new constants avoid the bodies' names
         sources: dict = {}  # symbolic dim -> (value, axis): the first value defined with it
+        # Only rule 2 reads the sources, and only on a concat: none, none to collect (folding makes no concat).
+        concats = graph.op_count("concat") > 0
         changed = False
-        for v in graph.inputs:
-            _add_sources(sources, v)
+        if concats:
+            for v in graph.inputs:
+                _add_sources(sources, v)
         for node in graph:
             values.update(node)
             if node.subgraphs:
                 continue
             if _fold(graph, node, values, reserved):
                 changed = True
+                continue
+            if not concats:
                 continue
             if node.op == "concat" and _rebuild(graph, node, values, sources, reserved):
                 changed = True

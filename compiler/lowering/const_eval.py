@@ -43,10 +43,20 @@ class ConstantEvaluator:
     def __init__(self, nodes: Sequence, constant_vars: set, max_elements: int = FOLD_MAX_ELEMENTS):
         self.max_elements = max_elements
         self._cache: dict = {}
-        self.constant = set(constant_vars)
-        for node in nodes:
-            if node.inputs and all(isinstance(v, Constant) or v in self.constant for v in node.inputs):
-                self.constant.update(node.outputs)
+        self._nodes, self._constant_vars = nodes, constant_vars
+        self._constant: set | None = None  # found on first use: most lowerings never ask
+
+    @property
+    def constant(self) -> set:
+        """Every constant variable that is not a ``Constant``: the
+        ``constant_vars`` and the outputs of nodes of constants."""
+        if self._constant is None:
+            constant = set(self._constant_vars)
+            for node in self._nodes:
+                if node.inputs and all(isinstance(v, Constant) or v in constant for v in node.inputs):
+                    constant.update(node.outputs)
+            self._constant = constant
+        return self._constant
 
     def is_constant(self, node) -> bool:
         """Whether every input of Apply ``node`` is constant."""

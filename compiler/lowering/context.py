@@ -18,6 +18,7 @@ from ir.opdef import RANDOM
 
 
 ASSERTION_MODES = ("drop", "nan")
+SHARED_CONST_SIZE = 16  # constants of at most this many elements are shared by value (``const``)
 RANDOM_POLICIES = (None, "inputs", "onnx")
 
 
@@ -70,6 +71,13 @@ class LoweringContext:
             (e.g. the scalar ``Apply`` of an ``Elemwise`` per scalar op and
             input dtypes, so it is built once, not per node).
         options: the ``LoweringOptions`` (shared with nested bodies).
+        expansions: PyTensor variable -> (its source variable, k) for every
+            ``DimShuffle`` output that only prepends ``k`` broadcastable axes
+            (``DimShuffle{order=('x',)*k + (0, 1, ...)}``). Such a node is
+            lowered only when something reads it through ``get``: an
+            ``Elemwise`` reads its source through ``broadcast_args`` instead
+            (NumPy broadcasting is right-aligned, so the leading 1s are
+            implied), and then the node costs nothing.
     """
 
     def __init__(self, graph: Graph, options: LoweringOptions | None = None):
@@ -89,8 +97,11 @@ class LoweringContext:
         self._recipes: dict[tuple, Recipe] = {}  # (key, argument signature) -> Recipe, see ``memoized``
         self._recording: list[Node] | None = None  # nodes built or reused while recording a recipe
         self.replayable = True  # False once the rule being recorded read an argument's value
+        self._read_constants = False  # True once it folded one of its small constant arguments
         self._recorded_args: set[Value] = set()  # the arguments of the rule being recorded
         self._origins: tuple = (None, None, ())  # (op label, source, origins) last built
+        self.expansions: dict[Any, tuple[Any, int]] = {}
+        self._deferred: dict[Any, Callable[[], None]] = {}  # variable -> lowers its node (see ``defer``)
 
     # -- reading inputs ----------------------------------------------------
     def get(self, var) -> Value:
@@ -103,12 +114,41 @@ class LoweringContext:
         v = self.values.get(var)
         if v is not None:
             return v
+        lower_now = self._deferred.pop(var, None)
+        if lower_now is not None:
+            lower_now()
+            return self.values[var]
         data = getattr(var, "data", None)
         if data is None or not hasattr(var.type, "dtype"):
             raise Unsupported(f"input {var} has no IR value (type {var.type})")
         v = self.const(np.asarray(data, dtype=var.type.dtype), name=var.name or "const")
         self.values[var] = v
         return v
+
+    def defer(self, var, source, k: int, lower_now: Callable[[], None]) -> None:
+        """Record that ``var`` is ``source`` with ``k`` leading broadcastable
+        axes prepended, and that ``lower_now()`` lowers its node (putting
+        ``var``'s value in ``values``) when ``get`` first asks for it."""
+        self.expansions[var] = (source, k)
+        self._deferred[var] = lower_now
+
+    def broadcast_args(self, variables: Sequence, ndim: int) -> list[Value]:
+        """The IR values of ``variables``, the inputs of a broadcasting
+        elementwise node of rank ``ndim``, each read without the leading
+        broadcastable axes a ``DimShuffle`` prepended (``expansions``) as
+        long as one of them still has rank ``ndim`` (so the node's result
+        keeps its rank); else their plain values (``get``)."""
+        expansions = self.expansions
+        if not expansions or not any(v in expansions for v in variables):
+            return [self.get(v) for v in variables]
+        sources = []
+        for v in variables:
+            while v in expansions:
+                v = expansions[v][0]
+            sources.append(self.get(v))
+        if max(a.rank for a in sources) == ndim:
+            return sources
+        return [self.get(v) for v in variables]
 
     def constant_value(self, var) -> np.ndarray | None:
         """The NumPy value of ``var`` if it is a PyTensor constant, lowers to an
@@ -144,7 +184,7 @@ class LoweringContext:
         except TypeError:
             raise Unsupported(unsupported_dtype_reason(arr.dtype)) from None
         key = None
-        if arr.size <= 16:
+        if arr.size <= SHARED_CONST_SIZE:
             key = (arr.dtype.str, arr.shape, arr.tobytes())
             hit = self._const_cache.get(key)
             if hit is not None:
@@ -238,9 +278,11 @@ class LoweringContext:
         only when it is a function of that signature: its nodes read nothing
         but the arguments, each other's outputs, constants and interned
         values; none is ``random`` or holds nested graphs (those are built
-        outside ``add``); and it read no argument's value (``cast`` folding a
-        constant argument, or a rule calling ``reads_values``). Otherwise it
-        runs every time. Nodes of constants only are rebuilt through ``add``
+        outside ``add``); and it read no argument's value (a rule calling
+        ``reads_values``). A rule whose ``cast`` folded a small constant
+        argument is replayed for that very constant only: its signature then
+        holds the constant itself (``_pinned``; equal small constants are one
+        value). Otherwise it runs every time. Nodes of constants only are rebuilt through ``add``
         on replay, so they are shared as when the rule runs. Recordings
         nest: a rule may call ``memoized`` rules, and the outer recording
         sees their nodes.
@@ -250,21 +292,27 @@ class LoweringContext:
         """
         sig = (key, *self._signature(args))
         recipe = self._recipes.get(sig)
+        if recipe is None:
+            pinned = self._pinned(sig, args)
+            recipe = self._recipes.get(pinned) if pinned is not None else None
         if recipe is not None:
             return self._replay(recipe, args)
-        outer, outer_ok, outer_args = self._recording, self.replayable, self._recorded_args
+        outer = self._recording, self.replayable, self._read_constants, self._recorded_args
         entries: list[Node] = []
-        self._recording, self.replayable, self._recorded_args = entries, True, set(args)
+        self._recording, self.replayable, self._read_constants, self._recorded_args = entries, True, False, set(args)
         try:
             results = build()
-            ok = self.replayable
+            ok, read_constants = self.replayable, self._read_constants
         finally:
-            self._recording, self._recorded_args = outer, outer_args
-            self.replayable = outer_ok and self.replayable
-            if outer is not None:
-                outer.extend(entries)
+            self._recording, self._recorded_args = outer[0], outer[3]
+            self.replayable = outer[1] and self.replayable
+            self._read_constants = outer[2] or self._read_constants
+            if outer[0] is not None:
+                outer[0].extend(entries)
         if ok:
-            recipe = Recipe.of(entries, args, results, self._interned_values)
+            if read_constants:  # valid for these very constants only
+                sig = self._pinned(sig, args)
+            recipe = Recipe.of(entries, args, results, self._interned_values) if sig is not None else None
             if recipe is not None:
                 self._recipes[sig] = recipe
         return results
@@ -278,6 +326,21 @@ class LoweringContext:
     def _signature(self, args: Sequence[Value]) -> list:
         first: dict[int, int] = {}
         return [(a.type, a.const is not None, first.setdefault(id(a), i)) for i, a in enumerate(args)]
+
+    @staticmethod
+    def _pinned(sig: tuple, args: Sequence[Value]) -> tuple | None:
+        """``sig`` with each constant argument itself in place of its
+        constness, for a rule that folded small constant arguments (``cast``):
+        its recipe holds for those values only (equal small constants are
+        one value, ``const``). None when some constant is not small."""
+        if not any(a.const is not None for a in args):
+            return None
+        pinned = [sig[0]]
+        for (t, _, alias), a in zip(sig[1:], args):
+            if a.const is not None and a.const.size > SHARED_CONST_SIZE:
+                return None
+            pinned.append((t, a if a.const is not None else False, alias))
+        return tuple(pinned)
 
     def _replay(self, recipe: "Recipe", args: Sequence[Value]) -> list[Value]:
         made: list[tuple[Value, ...]] = []
@@ -301,9 +364,9 @@ class LoweringContext:
         """``value`` converted to ``dtype`` (no node when it already has it)."""
         if value.dtype == dtype:
             return value
-        if value.const is not None and value.const.size <= 16:
+        if value.const is not None and value.const.size <= SHARED_CONST_SIZE:
             if value in self._recorded_args:
-                self.reads_values()  # folded: the result depends on the argument's value
+                self._read_constants = True  # folded: the recipe holds for this argument's value only
             return self.const(value.const.astype(dtype.numpy))
         return self.add("cast", [value], {"to": dtype})
 

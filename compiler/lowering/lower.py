@@ -19,6 +19,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import graph_inputs, io_toposort
 from pytensor.scalar import ScalarType
+from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.type import RandomType
 from pytensor.tensor.type import TensorType as PtTensorType
 
@@ -107,6 +108,7 @@ class LoweredGraph:
     order: list = field(default_factory=list)  # the Apply nodes lowered, in topological order
     random_inputs: list = field(default_factory=list)  # rules/random.py RandomInput, after input_vars
     specified: list = field(default_factory=list)  # (symbolic dim, size) a SpecifyShape requires
+    expansions: dict = field(default_factory=dict)  # LoweringContext.expansions: DimShuffles maybe never lowered
 
 
 def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
@@ -174,7 +176,7 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
     if options.dropped:
         warnings.warn(DroppedAssertionWarning(options.dropped), stacklevel=3)
     return LoweredGraph(graph, input_vars, list(spec.outputs), baked, dict(ctx.values), order,
-                        list(options.random_inputs), list(ctx.options.specified))
+                        list(options.random_inputs), list(ctx.options.specified), dict(ctx.expansions))
 
 
 def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence, *,
@@ -205,14 +207,19 @@ def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence,
     """
     failures: list[UnsupportedOccurrence] = []
     placeholders: set = set()  # variables computed from a failed node's outputs
-    per_op: dict[int, tuple] = {}  # id(op) -> (op, label, rule): many nodes share an op
+    per_op: dict[int, tuple] = {}  # id(op) -> (op, label, rule, k): many nodes share an op
     for node in order if order is not None else io_toposort(list(inputs), list(outputs)):
         ctx.source = source if source is not None else source_line(node)
         known = per_op.get(id(node.op))
         if known is None or known[0] is not node.op:
-            known = per_op[id(node.op)] = (node.op, op_label(node.op, ctx.memo), find_rule(node.op))
-        _, ctx.op_label, rule = known
+            known = per_op[id(node.op)] = (node.op, op_label(node.op, ctx.memo), find_rule(node.op),
+                                           _leading_axes(node.op))
+        _, ctx.op_label, rule, k = known
         downstream = bool(placeholders) and any(v in placeholders for v in node.inputs)
+        if k and not downstream:
+            ctx.defer(node.outputs[0], node.inputs[0], k,
+                      functools.partial(_lower_deferred, ctx, node, rule, ctx.op_label, ctx.source))
+            continue
         try:
             if rule is None:
                 raise Unsupported("no lowering rule")
@@ -243,6 +250,28 @@ def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence,
             ctx.values[var] = _refine(var, value, node, ctx.source)
     if failures:
         raise UnsupportedOpsError(failures)
+
+
+def _leading_axes(op) -> int:
+    """``k`` when ``op`` is a ``DimShuffle`` that only prepends ``k``
+    broadcastable axes (``order=('x',)*k + (0, 1, ...)``), else 0."""
+    if not isinstance(op, DimShuffle):
+        return 0
+    order = tuple(op.new_order)
+    k = len(order) - op.input_ndim
+    return k if k > 0 and order == ("x",) * k + tuple(range(op.input_ndim)) else 0
+
+
+def _lower_deferred(ctx: LoweringContext, node, rule, label: str, source: str | None) -> None:
+    """Lower the deferred ``DimShuffle`` ``node`` (``LoweringContext.defer``)
+    now, stamped with its own op and source line."""
+    outer = ctx.op_label, ctx.source
+    ctx.op_label, ctx.source = label, source
+    try:
+        (value,) = rule(ctx, node)
+        ctx.values[node.outputs[0]] = _refine(node.outputs[0], value, node, source)
+    finally:
+        ctx.op_label, ctx.source = outer
 
 
 def _stand_in(ctx: LoweringContext, node, placeholders: set) -> None:

@@ -29,10 +29,17 @@ def _lowered(inputs, outputs, *, replay: bool = True, monkeypatch=None):
     return graph
 
 
+def _zero_column():
+    """A fresh PyTensor constant int8 zero vector made a (4, 1) column: a
+    trailing axis, so lowering builds an unsqueeze (and, against float32, a
+    cast) of it."""
+    return pt.constant(np.zeros(4, "int8")).dimshuffle(0, "x")
+
+
 def test_equal_constant_subgraphs_lower_to_one_value():
-    x = pt.matrix("x", dtype="float32")
-    y = pt.maximum(x, 0)
-    z = pt.maximum(y * x, 0)  # a second PyTensor constant 0, unsqueezed and cast again
+    x = pt.tensor("x", dtype="float32", shape=(4, None))
+    y = pt.maximum(x, _zero_column())
+    z = pt.maximum(y * x, _zero_column())  # a second, equal PyTensor constant, unsqueezed and cast again
     graph = lower(graph_spec([x], [z])).graph
     ops = [n.op for n in graph]
     assert ops.count("unsqueeze") == 1 and ops.count("cast") == 1, print_graph(graph)
@@ -40,14 +47,14 @@ def test_equal_constant_subgraphs_lower_to_one_value():
     (cast,) = unsqueeze.outputs[0].uses()
     readers = [u.node.op for u in cast.node.outputs[0].uses()]
     assert readers == ["maximum", "maximum"]
-    values = [RNG.standard_normal((3, 4)).astype("float32")]
+    values = [RNG.standard_normal((4, 3)).astype("float32")]
     check_pytensor([x], [z], values)
 
 
 def test_interned_node_lists_every_origin():
-    x = pt.matrix("x", dtype="float32")
-    y = pt.maximum(x, 0)
-    z = pt.minimum(y, 0)  # the same unsqueeze of 0, for another op on another line
+    x = pt.tensor("x", dtype="float32", shape=(4, None))
+    y = pt.maximum(x, _zero_column())
+    z = pt.minimum(y, _zero_column())  # the same unsqueeze and cast, for another op on another line
     graph = lower(graph_spec([x], [z])).graph
     cast = [n for n in graph if n.op == "cast"]
     assert len(cast) == 1
@@ -155,3 +162,66 @@ def test_types_of_rules_that_read_constants_are_inferred_per_constant():
     w1, w2 = ctx.const(np.ones((6, 2), "float32")), ctx.const(np.zeros((6, 2), "float32"))
     y = g.add_input(TensorType(DType.FLOAT32, ("N", 6)), "y")
     assert ctx.add("matmul", [y, w1]).type == ctx.add("matmul", [y, w2]).type == TensorType(DType.FLOAT32, ("N", 2))
+
+
+def test_a_rule_folding_a_constant_argument_is_replayed_for_that_constant_only():
+    g = Graph("g")
+    ctx = LoweringContext(g)
+    x = g.add_input(TensorType(DType.FLOAT32, ("N",)), "x")
+    zero, three = ctx.const(np.int8(0)), ctx.const(np.int8(3))
+    big = ctx.const(np.arange(17, dtype="int8"))  # not shared by value: never pinned
+    calls = []
+
+    def build(k):
+        calls.append(k)
+        return [ctx.add("maximum", [x, ctx.cast(k, DType.FLOAT32)])]
+
+    results = [ctx.memoized(("max",), [x, k], lambda k=k: build(k)) for k in (zero, zero, three, three)]
+    assert calls == [zero, three]  # the second use of each constant is replayed
+    folded = [r[0].producer.inputs[1] for r in results]
+    assert [float(f.const) for f in folded] == [0.0, 0.0, 3.0, 3.0] and folded[0] is folded[1]
+    assert ctx.const(np.int8(0)) is zero  # equal small constants are one value: what pinning relies on
+
+    def build_big(k):
+        calls.append(k)
+        return [ctx.add("cast", [k], {"to": DType.FLOAT32})]
+
+    ctx.memoized(("big",), [big], lambda: build_big(big))
+    ctx.memoized(("big",), [big], lambda: build_big(big))  # did not fold: replayed by type
+    assert calls[2:] == [big]
+
+
+def test_maximum_with_constants_of_other_dtypes_matches_pytensor(monkeypatch):
+    x = pt.vector("x", dtype="float32")
+    out = [pt.maximum(x, np.int8(0)), pt.maximum(x * 2, np.int8(0)), pt.maximum(x, np.int8(3)),
+           pt.minimum(x, np.int16(-2)), pt.maximum(x + 1, np.int8(3))]
+    replayed = _lowered([x], out)
+    ran = _lowered([x], out, replay=False, monkeypatch=monkeypatch)
+    assert print_graph(replayed) == print_graph(ran)
+    check_pytensor([x], out, [np.array([-4.0, -0.5, 0.0, 2.5, 7.0], "float32")])
+
+
+def test_an_elemwise_is_lowered_once_per_argument_signature_and_replayed(monkeypatch):
+    import pytensor.scalar as ps
+    from pytensor.tensor.elemwise import Elemwise
+
+    from compiler.lowering.rules import elemwise
+
+    a, b = ps.float32(), ps.float32()
+    fused = Elemwise(ps.Composite([a, b], [ps.exp(a) * b + ps.log1p(b), a - b]))
+    x = pt.matrix("x", dtype="float32")
+    v = pt.vector("v", dtype="float32")
+    first, _ = fused(x, x * 2)
+    second, _ = fused(first, x)  # the same signature: replayed
+    third, diff = fused(x, v[None, :])  # v's expansion: another signature (rank 1): run again
+    runs = []
+    real = elemwise._lower_elemwise
+    monkeypatch.setattr(elemwise, "_lower_elemwise", lambda ctx, node, args: runs.append(node) or real(ctx, node, args))
+    out = [second, third, diff]
+    replayed = _lowered([x, v], out)
+    assert [n.op for n in runs].count(fused) == 2  # and the Mul of x * 2 once
+    monkeypatch.undo()
+    ran = _lowered([x, v], out, replay=False, monkeypatch=monkeypatch)
+    assert print_graph(replayed) == print_graph(ran)
+    values = [RNG.uniform(0.1, 1, (3, 4)).astype("float32"), RNG.uniform(0.1, 1, 4).astype("float32")]
+    check_pytensor([x, v], out, values, rtol=1e-5)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -620,6 +620,8 @@ def rewritten(name: str):
 
 
 @pytest.mark.parametrize("name", CASES)
+# float16 elements (st.floats(width=16)) are drawn as wider floats and filtered: allowed, not a defect
+@settings(suppress_health_check=[HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_rewrite_keeps_the_numbers(name, data):
     case = CASES[name]

@@ -17,7 +17,7 @@ from compiler.pass_check import PassCheckError, compare
 from ir.parser import parse_graph
 from ir.printer import print_graph
 from tests.tools import broken_pass
-from tests.tools.models import relu_mlp
+from tests.tools.models import relu_mlp, scaled_relu_mlp
 
 X = np.random.default_rng(1).normal(size=(5, 4)).astype(np.float32)
 
@@ -61,7 +61,7 @@ def test_check_passes_accepts_the_default_pipeline():
 
 
 def test_opt_bisect_limit_stops_before_the_broken_rewrite():
-    ins, outs = relu_mlp()
+    ins, outs = scaled_relu_mlp()
     pipeline = ["constant-folding", broken_pass.BrokenRelu()]
     full = compile_to_onnx(ins, pipeline, outputs=outs)
     assert full.rewrites.count == 2 and full.rewrites.fired == {"max0-to-abs": 1}
@@ -73,7 +73,7 @@ def test_opt_bisect_limit_stops_before_the_broken_rewrite():
 
 
 def test_opt_bisect_limit_counts_rule_applications_and_changing_passes():
-    ins, outs = relu_mlp()
+    ins, outs = scaled_relu_mlp()
     counts = [compile_to_onnx(ins, outputs=outs, opt_bisect_limit=k).rewrites.count for k in (0, 1, 2, 3, 100)]
     full = compile_to_onnx(ins, outputs=outs).rewrites.count
     assert counts == [0, 1, 2, 3, full] and full > 3

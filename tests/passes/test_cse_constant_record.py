@@ -1,0 +1,55 @@
+"""``cse`` compares a graph's constants again only when one was added since
+they were last found pairwise distinct (``Graph.constants_added``): a
+constant added later is still merged; removals change nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ir import DType, Graph, TensorType
+from ir.printer import print_graph
+from passes.cse import CommonSubexpressionElimination
+
+CSE = CommonSubexpressionElimination()
+
+
+def _graph() -> Graph:
+    g = Graph()
+    x = g.add_input(TensorType(DType.FLOAT32, ("N", 3)), "x")
+    a = g.add_constant(np.array([1.0, 2.0, 3.0], np.float32), "a")
+    b = g.add_constant(np.array([1.0, 2.0, 3.0], np.float32), "b")
+    g.outputs = [g.add("mul", [g.add("add", [x, a]), b])]
+    return g
+
+
+def test_constants_added_counts_every_added_constant():
+    g = _graph()
+    assert g.constants_added == 2
+    g.add_constant(np.zeros(2, np.float32), "z")
+    g.remove_constant(g.constants["z"])
+    assert g.constants_added == 3
+
+
+def test_a_constant_added_after_a_run_is_merged_by_the_next():
+    g = _graph()
+    assert CSE.run(g) is True
+    assert list(g.constants) == ["a"]
+    assert CSE.run(g) is False
+    c = g.add_constant(np.array([1.0, 2.0, 3.0], np.float32), "c")
+    g.outputs = [g.add("sub", [g.outputs[0], c])]
+    assert CSE.run(g) is True
+    assert list(g.constants) == ["a"]
+    assert "%2: f32[N,3] = sub(%1, %a)" in [line.strip() for line in print_graph(g).splitlines()]
+
+
+def test_after_a_removal_the_constants_stay_distinct_and_are_not_merged():
+    g = _graph()
+    CSE.run(g)
+    d = g.add_constant(np.array([4.0, 5.0, 6.0], np.float32), "d")
+    g.outputs = [g.add("sub", [g.outputs[0], d])]
+    assert CSE.run(g) is False  # d differs from a: nothing to merge
+    g.outputs = [g.outputs[0].producer.inputs[0]]
+    g.erase(g.nodes[-1])
+    g.remove_constant(d)
+    assert CSE.run(g) is False
+    assert list(g.constants) == ["a"]

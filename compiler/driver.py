@@ -94,7 +94,8 @@ class CompiledModel:
         protobuf; ``save`` and ``session`` do not need it."""
         if self._model is None:
             start = time.perf_counter()
-            self._model = oir.serde.serialize_model(self.onnx_model)
+            with _gc_paused():  # onnx_ir creates a few tracked objects per value (their metadata stores)
+                self._model = oir.serde.serialize_model(self.onnx_model)
             self.timings["serialization"] = time.perf_counter() - start
         return self._model
 
@@ -302,8 +303,9 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
 
 @contextlib.contextmanager
 def _gc_paused():
-    """Pause Python's cyclic garbage collector while compiling. Lowering and
-    the passes allocate hundreds of thousands of long-lived objects (the IR);
+    """Pause Python's cyclic garbage collector while compiling (and while
+    ``CompiledModel.model`` serializes). Lowering and the passes allocate
+    hundreds of thousands of long-lived objects (the IR, then onnx_ir's);
     each young-generation collection would traverse them again, which costs
     about as much as lowering itself. Reference counting still frees acyclic
     garbage; the cycles of erased IR nodes wait for the next collection after

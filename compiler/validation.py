@@ -166,8 +166,9 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
         static = var.type.shape
         return tuple(None if drop_static_one and s == 1 else d for d, s in zip(dims, static))
 
-    if not owner:
-        return []  # no symbolic input dim: nothing to group
+    occurrences = sum(isinstance(d, str) for v in graph.inputs for d in v.type.shape)
+    if occurrences < 2 and not lowered.specified:
+        return []  # at most one symbolic input dim (a batch size): no group can have two members
     order = lowered.order if lowered.order else io_toposort(lowered.input_vars, lowered.output_vars)
     kinds: dict[type, str | None] = {}  # op class -> "elemwise", "dot", "blockwise" or None (nothing to check)
     for node in order:

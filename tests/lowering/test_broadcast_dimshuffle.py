@@ -105,3 +105,17 @@ def test_equal_dims_are_read_through_an_expansion():
     np.testing.assert_array_equal(ok, np.ones((2, 3)) + np.arange(3))
     with pytest.raises(ValueError):
         m.run(np.ones((2, 3), "float32"), np.ones(1, "float32"))
+
+
+def test_equal_dims_with_one_symbolic_input_dim():
+    # one symbolic dim in all inputs: nothing to group, unless a size is required
+    x = pt.tensor("x", dtype="float32", shape=(None, 3))
+    assert compile_to_onnx([x], outputs=[pt.exp(x) + x[None, 0]]).equal_dims == []
+    y = pt.tensor("y", dtype="float32", shape=(None, 3))
+    m = compile_to_onnx([x, y], outputs=[x * 2, y + 1], input_shapes={"x": ["N", 3], "y": ["N", 3]})
+    with pytest.raises(ValueError, match="N"):  # one dim_param for both: run() checks it
+        m.run(np.ones((2, 3), "float32"), np.ones((3, 3), "float32"))
+    m = compile_to_onnx([x], outputs=[pt.specify_shape(pt.exp(x), (4, 3))])
+    assert m.equal_dims == [[("x", 0), (None, 4)]]
+    with pytest.raises(ValueError):
+        m.run(np.ones((2, 3), "float32"))

@@ -190,11 +190,21 @@ class TensorType:
 
     @classmethod
     def of_array(cls, array: np.ndarray) -> "TensorType":
-        """The type of a NumPy array (static shape)."""
-        return cls(DType.from_numpy(array.dtype), tuple(int(d) for d in array.shape))
+        """The type of a NumPy array (static shape). Types are immutable, so
+        arrays of one dtype and shape (a model's weights) share one."""
+        key = (array.dtype, array.shape)
+        t = _ARRAY_TYPES.get(key)
+        if t is None:
+            if len(_ARRAY_TYPES) >= 4096:
+                _ARRAY_TYPES.clear()
+            t = _ARRAY_TYPES[key] = cls(DType.from_numpy(array.dtype), tuple(int(d) for d in array.shape))
+        return t
 
     def __str__(self) -> str:
         return f"{self.dtype}[{','.join(_dim_str(d) for d in self.shape)}]"
+
+
+_ARRAY_TYPES: dict[tuple, TensorType] = {}  # (NumPy dtype, shape) -> TensorType, see ``TensorType.of_array``
 
 
 def _dim_str(d: Dim) -> str:

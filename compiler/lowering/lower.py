@@ -207,19 +207,20 @@ def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence,
     """
     failures: list[UnsupportedOccurrence] = []
     placeholders: set = set()  # variables computed from a failed node's outputs
-    per_op: dict[int, tuple] = {}  # id(op) -> (op, label, rule, k): many nodes share an op
+    per_op: dict[int, tuple] = {}  # id(op) -> (op, label, rule): many nodes share an op
     for node in order if order is not None else io_toposort(list(inputs), list(outputs)):
-        ctx.source = source if source is not None else source_line(node)
-        known = per_op.get(id(node.op))
-        if known is None or known[0] is not node.op:
-            known = per_op[id(node.op)] = (node.op, op_label(node.op, ctx.memo), find_rule(node.op),
-                                           _leading_axes(node.op))
-        _, ctx.op_label, rule, k = known
+        op = node.op
         downstream = bool(placeholders) and any(v in placeholders for v in node.inputs)
-        if k and not downstream:
-            ctx.defer(node.outputs[0], node.inputs[0], k,
-                      functools.partial(_lower_deferred, ctx, node, rule, ctx.op_label, ctx.source))
-            continue
+        if isinstance(op, DimShuffle) and not downstream:
+            k = _leading_axes(op)
+            if k:  # lowered on first read other than by a broadcasting Elemwise (op label and rule then too)
+                ctx.defer(node.outputs[0], node.inputs[0], k, functools.partial(_lower_deferred, ctx, node, source))
+                continue
+        ctx.source = source if source is not None else source_line(node)
+        known = per_op.get(id(op))
+        if known is None or known[0] is not op:
+            known = per_op[id(op)] = (op, op_label(op, ctx.memo), find_rule(op))
+        _, ctx.op_label, rule = known
         try:
             if rule is None:
                 raise Unsupported("no lowering rule")
@@ -252,24 +253,23 @@ def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence,
         raise UnsupportedOpsError(failures)
 
 
-def _leading_axes(op) -> int:
-    """``k`` when ``op`` is a ``DimShuffle`` that only prepends ``k``
-    broadcastable axes (``order=('x',)*k + (0, 1, ...)``), else 0."""
-    if not isinstance(op, DimShuffle):
-        return 0
+def _leading_axes(op: DimShuffle) -> int:
+    """``k`` when the ``DimShuffle`` ``op`` only prepends ``k`` broadcastable
+    axes (``order=('x',)*k + (0, 1, ...)``), else 0."""
     order = tuple(op.new_order)
     k = len(order) - op.input_ndim
     return k if k > 0 and order == ("x",) * k + tuple(range(op.input_ndim)) else 0
 
 
-def _lower_deferred(ctx: LoweringContext, node, rule, label: str, source: str | None) -> None:
+def _lower_deferred(ctx: LoweringContext, node, source: str | None) -> None:
     """Lower the deferred ``DimShuffle`` ``node`` (``LoweringContext.defer``)
-    now, stamped with its own op and source line."""
+    now, stamped with its own op and source line (``source`` when given, as
+    in ``lower_apply_nodes``)."""
     outer = ctx.op_label, ctx.source
-    ctx.op_label, ctx.source = label, source
+    ctx.op_label, ctx.source = op_label(node.op, ctx.memo), source if source is not None else source_line(node)
     try:
-        (value,) = rule(ctx, node)
-        ctx.values[node.outputs[0]] = _refine(node.outputs[0], value, node, source)
+        (value,) = find_rule(node.op)(ctx, node)
+        ctx.values[node.outputs[0]] = _refine(node.outputs[0], value, node, ctx.source)
     finally:
         ctx.op_label, ctx.source = outer
 

@@ -405,7 +405,7 @@ def yolo_child(which: str, path: str) -> None:
     """In a fresh process: build the model, then compile it (``ours``: default
     ``compile_to_onnx``) or export its torch twin with torch's legacy exporter
     (``torch``), and print CPU seconds and the peak RSS growth (MiB) of that
-    step (``ru_maxrss`` after it minus the RSS before it)."""
+    step (the process's peak RSS, ``VmHWM``, after it minus the RSS before it)."""
     import io
     import json
     import resource
@@ -415,6 +415,11 @@ def yolo_child(which: str, path: str) -> None:
     def rss_mib() -> float:
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+    def hwm_mib() -> float:
+        # VmHWM, the peak RSS of this process image: ru_maxrss would also count the parent's RSS at fork
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
 
     if which == "ours":
         from compiler import compile_to_onnx
@@ -447,7 +452,7 @@ def yolo_child(which: str, path: str) -> None:
     start = time.process_time()
     result = step()
     seconds = time.process_time() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = hwm_mib()
     info = {"cpu": seconds, "peak_growth_mib": peak - before}
     if which == "ours":
         info["onnx_nodes"] = len(result.model.graph.node)

@@ -282,8 +282,9 @@ class LoweringContext:
         ``reads_values``). A rule whose ``cast`` folded a small constant
         argument is replayed for that very constant only: its signature then
         holds the constant itself (``_pinned``; equal small constants are one
-        value). Otherwise it runs every time. Nodes of constants only are rebuilt through ``add``
-        on replay, so they are shared as when the rule runs. Recordings
+        value). Otherwise it runs every time. Nodes of constants only are
+        rebuilt through ``add`` on replay, so they are shared as when the
+        rule runs. Recordings
         nest: a rule may call ``memoized`` rules, and the outer recording
         sees their nodes.
 

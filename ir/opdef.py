@@ -214,7 +214,7 @@ class OpDef:
                 known = _INFERRED.get(key)
                 if known is not None:
                     return list(known)
-                watched = _Watched(consts)
+                watched = WatchedSequence(consts)
                 result = self.infer(types, attrs, watched)
                 result = result if type(result) is list else list(result)
                 if not watched.read:  # the types alone decided: any constants give the same
@@ -266,7 +266,7 @@ def _memo_key(op: Any, types: list[TensorType], attrs: dict) -> tuple | None:
     return tuple(parts)
 
 
-class _Watched:
+class WatchedSequence:
     """A read-only sequence (a type rule's constant inputs) that notes
     whether anything read its items (its length is not a read)."""
 

@@ -14,7 +14,7 @@ import numpy as np
 from compiler.errors import Unsupported
 from ir import DType, Graph, Node, Origin, TensorType, Value, get_op
 from ir.core import merge_origins
-from ir.opdef import RANDOM
+from ir.opdef import RANDOM, WatchedSequence
 
 
 ASSERTION_MODES = ("drop", "nan")
@@ -395,41 +395,12 @@ def _infer(op: str, inputs: Sequence[Value], attrs: dict | None) -> tuple[tuple[
     types = [v.type for v in inputs]
     consts = [v.const for v in inputs]
     if not opdef.subgraph_roles:
-        watched = _Watched(consts)
+        watched = WatchedSequence(consts)
         try:
             return (norm, opdef.infer_types(types, norm, watched)), watched.read
         except Exception:  # noqa: BLE001 - the plain call below raises what the rule raises
             pass
     return (norm, opdef.infer_types(types, norm, consts)), True
-
-
-class _Watched:
-    """A read-only sequence that notes whether anything read its items."""
-
-    __slots__ = ("_items", "read")
-
-    def __init__(self, items: list):
-        self._items = items
-        self.read = False
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __getitem__(self, i):
-        self.read = True
-        return self._items[i]
-
-    def __iter__(self):
-        self.read = True
-        return iter(self._items)
-
-    def __reversed__(self):
-        self.read = True
-        return reversed(self._items)
-
-    def __contains__(self, item) -> bool:
-        self.read = True
-        return item in self._items
 
 
 def _resolve(ref: tuple, args: Sequence[Value], made: list) -> Value:

@@ -177,11 +177,14 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
 class _MitMot:
     """One mit-mot output (``grad`` of a scan builds them: the backward
     scan accumulates gradients into rows it reads on later steps): its
-    whole buffer is a carried value. ``Scan.perform`` reads tap ``t`` at row
-    ``(i + t) % S`` of the ``S``-row buffer at step ``i`` and, after the
-    step, writes out-tap ``o``'s value to row ``i + o`` (the buffers ``grad``
-    builds have ``S >= n + max(taps)`` rows, so ``i < S``); the Scan's
-    output is the buffer after the last step.
+    whole buffer is a carried value. ``Scan.perform`` (``pytensor/scan/op.py``)
+    keeps a position ``pos = i + p`` per output, starting at
+    ``p = -min(in_taps) % S`` (``Scan.mintaps``); at step ``i`` it reads tap
+    ``t`` at row ``(pos + t) % S`` of the ``S``-row buffer and, after the
+    step, writes out-tap ``o``'s value to row ``pos + o`` (the buffers
+    ``grad`` builds have ``S >= n + max(taps) - min(taps)`` rows); the Scan's
+    output is the buffer after the last step. A second derivative's scan
+    reads taps ``(-1, 0)``: ``p = 1``.
 
     Attributes:
         buffer: the outer buffer (PyTensor variable).
@@ -194,16 +197,17 @@ class _MitMot:
         self.buffer, self.in_taps, self.out_taps = buf, in_taps, out_taps
         self.carried = body.input(ctx.get(buf).type, buf.name or "mit_mot")
         b = body.ctx
+        self.start = -min(in_taps)  # p: the buffer row of step 0's tap 0
         rows = b.add("gather", [b.add("shape", [self.carried]), b.scalar(0, INT64)], {"axis": 0})
         for t, inner in zip(in_taps, inner_taps):
-            at = b.add("mod", [b.add("add", [i, b.scalar(t, INT64)]), rows]) if t else i
+            at = b.add("mod", [b.add("add", [i, b.scalar(self.start + t, INT64)]), rows]) if self.start + t else i
             b.values[inner] = b.add("gather", [self.carried, at], {"axis": 0}, name=inner.name)
 
     def write(self, body: Body, i: Value, values: list[Value]) -> Value:
         """The buffer after the step: row ``i + o`` set to the out-tap's value, in tap order."""
         b, buf = body.ctx, self.carried
         for o, value in zip(self.out_taps, values):
-            row = b.add("add", [i, b.scalar(o, INT64)]) if o else i
+            row = b.add("add", [i, b.scalar(self.start + o, INT64)]) if self.start + o else i
             index = b.add("unsqueeze", [row], {"axes": [0, 1]})
             buf = b.add("scatter_nd", [buf, index, b.add("unsqueeze", [b.cast(value, buf.dtype)], {"axes": [0]})])
         return buf

@@ -38,7 +38,7 @@ import pytensor.tensor as pt  # noqa: E402
 
 from backends.onnx.runtime import DISABLED_OPTIMIZERS  # noqa: E402
 from compiler import compile_to_onnx  # noqa: E402
-from compiler.demo_pymc import median_seconds  # noqa: E402
+from compiler.tools.demo_pymc import median_seconds  # noqa: E402
 from compiler.lowering.rules import decompositions  # noqa: E402
 
 OPS = {

@@ -38,7 +38,7 @@ from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from compiler import compiled_model, onnx_mode  # noqa: E402
-from compiler.demo import MODELS, inference_graph  # noqa: E402
+from compiler.tools.demo import MODELS, inference_graph  # noqa: E402
 
 QUERIES = {
     "minimum_compile": RewriteDatabaseQuery(include=["minimum_compile"]),

@@ -32,7 +32,7 @@ import onnxruntime as ort  # noqa: E402
 from backends.onnx.runtime import DISABLED_OPTIMIZERS  # noqa: E402
 
 from compiler import compile_to_onnx  # noqa: E402
-from compiler.demo_pymc import median_seconds  # noqa: E402
+from compiler.tools.demo_pymc import median_seconds  # noqa: E402
 from tests.pymc.models import MODELS  # noqa: E402
 
 

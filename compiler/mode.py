@@ -24,7 +24,7 @@ and PyTorch linkers drop them) turns the demo CNN into 190 nodes, 40x
 slower, and puts an unsupported ``Assert`` into the SGD step. Other
 queries: ``onnx_mode(rewrites=...)``.
 
-An op with no lowering raises ``compiler.errors.UnsupportedOpsError``
+An op with no lowering raises ``compiler.lowering.errors.UnsupportedOpsError``
 (listing every unsupported op with its source line) when the function is
 compiled: there is no Python fallback.
 """
@@ -38,7 +38,7 @@ from pytensor.compile.mode import Mode, predefined_linkers, predefined_modes, re
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.link.basic import JITLinker
 
-from compiler.driver import compile_to_onnx
+from compiler.core.driver import compile_to_onnx
 from compiler.lowering.compat import SCAN_PREALLOC_TAG
 
 INCOMPATIBLE_REWRITES = ("cxx_only", "BlasOpt", "fusion", "inplace", "local_careduce_fusion", SCAN_PREALLOC_TAG)

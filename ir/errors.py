@@ -8,11 +8,11 @@ passes, emitter, PyTensor front end) raises a subclass of one base:
     ├── ShapeInferenceError  a type rule contradicts a declared dim (passes.shape_inference)
     ├── PassOrderError       a pass list breaks a pass's ``after`` contract (passes.base)
     ├── EmitError            IR with no exact ONNX form (backends.onnx.registry)
-    ├── UnsupportedOpsError  PyTensor ops without a lowering, all at once (compiler.errors)
-    ├── LoweringError        a lowering rule disagrees with PyTensor's types (compiler.errors)
-    ├── InputShapeError      input_shapes/example_inputs contradict the graph (compiler.shapes)
-    ├── DynamicShapeError    check_dynamic found a wrong symbolic dim (compiler.shapes)
-    └── PassCheckError       a pass changed the interpreter's results (compiler.pass_check)
+    ├── UnsupportedOpsError  PyTensor ops without a lowering, all at once (compiler.lowering.errors)
+    ├── LoweringError        a lowering rule disagrees with PyTensor's types (compiler.lowering.errors)
+    ├── InputShapeError      input_shapes/example_inputs contradict the graph (compiler.core.shapes)
+    ├── DynamicShapeError    check_dynamic found a wrong symbolic dim (compiler.core.shapes)
+    └── PassCheckError       a pass changed the interpreter's results (compiler.core.pass_check)
 
 Errors that were ``ValueError`` (or ``AssertionError``) before the hierarchy
 existed still are, so ``except ValueError`` keeps working.

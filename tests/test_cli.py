@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import passes.base
-from compiler.cli import doc_summary, main
+from compiler.tools.cli import doc_summary, main
 from passes import DEFAULT_PIPELINE, Pass, registered_passes
 
 
@@ -79,7 +79,7 @@ def test_usage_error_exits_2(capsys):
 def test_python_m_compiler_cli_lists_the_pipeline(tmp_path):
     # the checkout under test first on the path (the editable install may point at another worktree)
     env = {**os.environ, "PYTHONPATH": str(Path(passes.base.__file__).resolve().parents[1])}
-    proc = subprocess.run([sys.executable, "-m", "compiler.cli", "passes"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "compiler.tools.cli", "passes"], capture_output=True, text=True,
                           cwd=tmp_path, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-len(DEFAULT_PIPELINE):] == [
@@ -95,8 +95,8 @@ def test_installed_console_script_version(tmp_path):
 
 @pytest.mark.parametrize("identical, diff, status", [(True, 1e-7, 0), (False, 1e-7, 1), (True, 1e-5, 1)])
 def test_demo_exit_status_follows_the_comparison(identical, diff, status, monkeypatch, tmp_path, capsys):
-    import compiler.demo
-    from compiler.demo import DemoReport
+    import compiler.tools.demo
+    from compiler.tools.demo import DemoReport
 
     def fake_run_demo(out_dir, model, epochs, seed, mode, log):
         assert (out_dir, model, epochs, seed, mode) == (str(tmp_path), "mlp", 4, 7, None)
@@ -105,7 +105,7 @@ def test_demo_exit_status_follows_the_comparison(identical, diff, status, monkey
                           op_histogram={"MatMul": 2}, compile_seconds=0.1, train_seconds=1.0,
                           model_path=tmp_path / "model.onnx", model=model)
 
-    monkeypatch.setattr(compiler.demo, "run_demo", fake_run_demo)
+    monkeypatch.setattr(compiler.tools.demo, "run_demo", fake_run_demo)
     assert main(["demo", "--out", str(tmp_path), "--model", "mlp", "--epochs", "4", "--seed", "7",
                  "--mode", "default"]) == status
     assert capsys.readouterr().out.splitlines()[-1].endswith("OK" if status == 0 else "onnxruntime")

@@ -13,7 +13,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from compiler.demo import (MODELS, DemoReport, adam_updates, format_histogram, format_report, load_digits_split,
+from compiler.tools.demo import (MODELS, DemoReport, adam_updates, format_histogram, format_report, load_digits_split,
                            run_demo)
 
 EPOCHS = 3  # ~0.97 test accuracy with seed 0; the default (10) reaches ~0.98
@@ -150,7 +150,7 @@ def test_format_report_lists_every_number(tmp_path):
 
 def test_console_script_demo(tmp_path):
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "compiler.cli", "demo", "--out", str(out), "--epochs", "2"],
+    proc = subprocess.run([sys.executable, "-m", "compiler.tools.cli", "demo", "--out", str(out), "--epochs", "2"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()

@@ -6,9 +6,9 @@ import pytest
 
 from backends.onnx.registry import EmitError
 from compiler import CompileError, compile_to_onnx
-from compiler.errors import LoweringError, UnsupportedOpsError
-from compiler.pass_check import PassCheckError
-from compiler.shapes import DynamicShapeError, InputShapeError
+from compiler.lowering.errors import LoweringError, UnsupportedOpsError
+from compiler.core.pass_check import PassCheckError
+from compiler.core.shapes import DynamicShapeError, InputShapeError
 from ir import errors
 from ir.parser import IRParseError, parse_graph
 from ir.verifier import VerificationError

@@ -1,5 +1,5 @@
-"""``compiler.web`` (model.json and the model.js glue), ``pytensor-onnx
-web-glue``, and the parts of ``compiler.website`` that need no browser:
+"""``compiler.tools.web`` (model.json and the model.js glue), ``pytensor-onnx
+web-glue``, and the parts of ``compiler.tools.website`` that need no browser:
 where onnxruntime-web is found, the site's files, the test images' Python
 answers and the server's headers. The browser itself runs in tests/web
 (marker ``browser``)."""
@@ -15,8 +15,9 @@ import onnx
 import pytensor.tensor as pt
 import pytest
 
-from compiler import cli, compile_to_onnx, website
-from compiler.web import glue_module, model_manifest, write_web_glue
+from compiler import compile_to_onnx
+from compiler.tools import cli, website
+from compiler.tools.web import glue_module, model_manifest, write_web_glue
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +98,7 @@ def test_web_glue_command(mixed_model, tmp_path, capsys):
     assert "no ONNX model" in capsys.readouterr().err
 
 
-# -- compiler.website ----------------------------------------------------------
+# -- compiler.tools.website ----------------------------------------------------------
 @pytest.fixture
 def fake_dist(tmp_path):
     """A folder shaped like the onnxruntime-web package (files are placeholders
@@ -133,7 +134,7 @@ def test_find_ort_dist_without_any_says_how_to_get_it(tmp_path, monkeypatch, fak
 def mlp_model(tmp_path_factory):
     """The demo's MLP, untrained (seeded initialization): a digits model
     without the training time."""
-    from compiler.demo import inference_graph, init_mlp_params
+    from compiler.tools.demo import inference_graph, init_mlp_params
 
     path = tmp_path_factory.mktemp("mlp") / "model.onnx"
     inputs, outputs = inference_graph(init_mlp_params(0), "mlp")
@@ -144,7 +145,7 @@ def mlp_model(tmp_path_factory):
 def test_digit_examples_carry_python_onnxruntime_answers(mlp_model):
     import onnxruntime as ort
 
-    from compiler.demo import load_digits_split
+    from compiler.tools.demo import load_digits_split
 
     examples = website.digit_examples(mlp_model)
     assert [e["label"] for e in examples] == [c for c in range(10) for _ in range(2)]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import weakref
 from typing import Sequence
 
-from compiler.errors import Unsupported, UnsupportedOpsError
+from compiler.lowering.errors import Unsupported, UnsupportedOpsError
 from compiler.lowering.context import LoweringContext, sanitize_name
 from compiler.lowering.lower import lower_apply_nodes
 from ir import Graph, TensorType, Value

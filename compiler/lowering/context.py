@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from compiler.errors import Unsupported
+from compiler.lowering.errors import Unsupported
 from ir import DType, Graph, Node, Origin, TensorType, Value, get_op
 from ir.core import merge_origins
 from ir.opdef import RANDOM, WatchedSequence
@@ -41,7 +41,7 @@ class LoweringOptions:
         specified: ``(dim, size)`` for every constant size a ``SpecifyShape``
             requires of a symbolic dim (the value's dim before PyTensor's
             static dim is adopted), for the run-time input check
-            (``compiler.validation.equal_dim_groups``).
+            (``compiler.core.validation.equal_dim_groups``).
     """
 
     assertions: str = "drop"

@@ -23,7 +23,7 @@ from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.type import RandomType
 from pytensor.tensor.type import TensorType as PtTensorType
 
-from compiler.errors import (CompileError, DroppedAssertionWarning, LoweringError, Unsupported, UnsupportedOccurrence,
+from compiler.lowering.errors import (CompileError, DroppedAssertionWarning, LoweringError, Unsupported, UnsupportedOccurrence,
                              UnsupportedOpsError)
 from compiler.lowering.const_eval import ConstantEvaluator
 from compiler.lowering.context import LoweringContext, LoweringOptions, ir_dtype, ir_type, sanitize_name

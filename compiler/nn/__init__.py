@@ -22,6 +22,7 @@ from compiler.nn.layers import (BatchNorm, Flatten, Linear, UpsampleNearest2d, b
                                 upsample_nearest2d)
 from compiler.nn.pool import (AvgPool2d, GlobalAvgPool2d, GlobalMaxPool2d, MaxPool2d, avg_pool2d, global_avg_pool2d,
                               global_max_pool2d, max_pool2d)
+from compiler.nn import lowering as _lowering  # noqa: F401  registers the helpers' lowering rules
 
 __all__ = [
     "conv2d", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "global_max_pool2d", "batch_norm", "relu", "silu",

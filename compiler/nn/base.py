@@ -6,7 +6,7 @@ differentiates it) and wraps it in an ``NNOp``: an ``OpFromGraph`` subclass
 whose class names the operation and whose attributes (``attr_names``) hold
 its parameters, as PyTensor's own ``Pad`` and ``Softmax`` do. Lowering reads
 the class and the attributes and emits one IR op
-(``compiler/lowering/rules/nn_helpers.py``); anything else that sees the node
+(``compiler/nn/lowering.py``); anything else that sees the node
 (PyTensor's linkers, the gradient) uses the inner graph.
 """
 

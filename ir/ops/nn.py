@@ -11,7 +11,6 @@ HardSigmoid, HardSwish, Pad) and PyTensor's ``Convolve2d``.
 from __future__ import annotations
 
 import numpy as np
-import scipy.signal
 import scipy.special
 from numpy.lib.stride_tricks import sliding_window_view
 
@@ -195,6 +194,8 @@ def _convolve2d_planes(args, attrs):
     xb = np.broadcast_to(x, batch + x.shape[-2:])
     kb = np.broadcast_to(k, batch + k.shape[-2:])
     mode = "full" if attrs["full"] else "valid"
+    import scipy.signal  # deferred: scipy.signal costs ~1 s to import, and only this reference reads it
+
     planes = [scipy.signal.convolve2d(xb[i], kb[i], mode=mode) for i in np.ndindex(*batch)]
     out_hw = planes[0].shape if planes else _convolve2d_infer(
         [TensorType.of_array(x), TensorType.of_array(k)], attrs, [None, None])[0].shape[-2:]

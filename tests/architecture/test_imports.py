@@ -3,7 +3,11 @@ no import cycles between the project's modules, no function-level import
 of a project module (a lazy import hides a cycle or a layering break; only
 the command line defers its subcommands' imports to start fast), and the
 layers depend downwards only: ``ir`` on nothing of ours, ``passes`` on
-``ir``, ``backends`` on ``ir``, lowering on ``ir`` but never on a pass."""
+``ir``, ``backends`` on ``ir``, the PyTensor front end (``compiler.lowering``)
+on ``ir`` but never on a pass, the core (``compiler.core``) on those, and
+nothing below the tools (``compiler.tools``) and the ``nn`` library on
+them. Importing ``compiler`` (the compile path) loads no tool and no ``nn``
+module."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("compiler", "ir", "passes", "backends")
-LAZY_IMPORTS_ALLOWED = {"compiler.cli"}  # subcommands import what they need when run
+LAZY_IMPORTS_ALLOWED = {"compiler.tools.cli"}  # subcommands import what they need when run
 
 
 def _modules() -> dict[str, Path]:
@@ -130,16 +134,33 @@ def test_no_function_level_imports_of_project_modules():
     ("ir", ("compiler", "passes", "backends")),
     ("passes", ("compiler", "backends")),
     ("backends", ("compiler", "passes")),
-    ("compiler.lowering", ("passes",)),
+    ("compiler.lowering", ("passes", "backends", "compiler.core", "compiler.mode", "compiler.tools", "compiler.nn")),
+    ("compiler.core", ("compiler.mode", "compiler.tools", "compiler.nn")),
+    ("compiler.mode", ("compiler.tools", "compiler.nn")),
+    ("compiler.nn", ("compiler.core", "compiler.mode", "compiler.tools")),
 ])
 def test_layers_depend_downwards(layer, forbidden):
     bad = sorted(f"{m} -> {t}" for m, targets in EDGES.items() if m == layer or m.startswith(layer + ".")
-                 for t in targets if t.split(".")[0] in forbidden)
+                 for t in targets if any(t == f or t.startswith(f + ".") for f in forbidden))
     assert bad == []
 
 
+def test_importing_compiler_loads_no_tool_and_no_nn_module():
+    """The compile path (``import compiler``, ``compile_to_onnx``) in a fresh
+    interpreter: no CLI, demo, web, fuzzer or ``nn`` module is loaded."""
+    import subprocess
+    import sys
+
+    code = ("import sys, compiler; print('\\n'.join(m for m in sys.modules if m.split('.')[0] in "
+            f"{PACKAGES!r}))")
+    loaded = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                            check=True).stdout.split()
+    assert "compiler.core.driver" in loaded and "compiler.lowering.lower" in loaded
+    assert [m for m in loaded if m.startswith(("compiler.tools", "compiler.nn"))] == []
+
+
 def test_the_scan_sees_the_project():
-    assert len(MODULES) > 50 and EDGES["compiler.driver"] >= {"ir", "passes"}
+    assert len(MODULES) > 50 and EDGES["compiler.core.driver"] >= {"ir", "passes"}
 
 
 def test_pytensor_version_checks_live_in_compat():

@@ -13,7 +13,7 @@ import pytest
 from pytensor.scan import scan
 
 from compiler import compile_to_onnx
-from compiler.errors import UnsupportedOpsError
+from compiler.lowering.errors import UnsupportedOpsError
 from compiler.lowering.rules.scan import SharedStateWarning
 from tests.helpers import assert_same
 

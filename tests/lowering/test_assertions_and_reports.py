@@ -12,7 +12,7 @@ import pytensor.scalar as ps
 from pytensor.tensor.elemwise import Elemwise
 
 from compiler import compile_to_onnx
-from compiler.errors import DroppedAssertionWarning, UnsupportedOpsError
+from compiler.lowering.errors import DroppedAssertionWarning, UnsupportedOpsError
 
 
 class _Mystery(ps.UnaryScalarOp):

@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 
 from compiler import compile_to_onnx
-from compiler.errors import UnsupportedOpsError
+from compiler.lowering.errors import UnsupportedOpsError
 
 N = 4000
 P_MIN = 1e-3  # the tests are deterministic; a correct sampler passes these at any seed with p = 0.999

@@ -227,7 +227,7 @@ def test_fused_careduce_of_another_shape_is_unsupported():
     from pytensor.tensor.elemwise import CAReduce
 
     from compiler import compile_to_onnx
-    from compiler.errors import UnsupportedOpsError
+    from compiler.lowering.errors import UnsupportedOpsError
 
     acc, elem = ps.float64(), ps.float64()
     comp = ps.Composite([acc, elem], [acc * acc + elem])  # not reduce_op(acc, f(x))

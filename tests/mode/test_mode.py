@@ -10,7 +10,7 @@ import pytensor.tensor as pt
 import pytest
 
 from compiler import ONNX_MODE, UnsupportedOpsError, compiled_model
-from compiler.demo import MODELS, inference_graph
+from compiler.tools.demo import MODELS, inference_graph
 from tests.helpers import REFERENCE_MODE
 
 RNG = np.random.default_rng(0)

@@ -321,7 +321,7 @@ def test_unsupported_special_functions_say_why():
     import pytensor.tensor as pt
 
     from compiler import compile_to_onnx
-    from compiler.errors import UnsupportedOpsError
+    from compiler.lowering.errors import UnsupportedOpsError
 
     x = pt.dvector("x")
     for out, why in [(pt.gammainc(x, x), "GammaInc.*no accurate closed form"), (pt.hyp2f1(x, x, x, x), "Hyp2F1.*series"), (pt.polygamma(2, x), "order 2"),

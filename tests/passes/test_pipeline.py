@@ -59,7 +59,7 @@ def test_the_order_lets_folding_feed_the_rules_and_cse():
 
 def _mlp():
     """``softmax(maximum(x @ W1 + b1, 0) @ W2 + b2, axis=-1)`` in float32 with
-    shared weights, as in ``compiler/demo.py``."""
+    shared weights, as in ``compiler/tools/demo.py``."""
     rng = np.random.default_rng(42)
     x = pt.matrix("x", dtype="float32")
     params = {

@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("pymc")
 
-from compiler.cli import main  # noqa: E402
-from compiler.demo_pymc import run_pymc_demo  # noqa: E402
+from compiler.tools.cli import main  # noqa: E402
+from compiler.tools.demo_pymc import run_pymc_demo  # noqa: E402
 
 
 @pytest.mark.slow

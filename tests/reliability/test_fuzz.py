@@ -8,10 +8,10 @@ import re
 import numpy as np
 import pytest
 
-from compiler.fuzz import build, compare, fuzz, generate, reference_mode, run_case, shrink
+from compiler.tools.fuzz import build, compare, fuzz, generate, reference_mode, run_case, shrink
 from compiler import compile_to_onnx
-from compiler.fuzz.generate import Program
-from compiler.fuzz.runner import KNOWN, Mismatch, known_difference
+from compiler.tools.fuzz.generate import Program
+from compiler.tools.fuzz.runner import KNOWN, Mismatch, known_difference
 
 
 def test_generation_is_deterministic_per_seed():
@@ -149,7 +149,7 @@ def test_a_hang_is_a_crash_only_outside_pytensors_reference(monkeypatch):
     ``2147483647 ** 2147483647`` with Python integers, seed 102265)."""
     import time
 
-    from compiler.fuzz import runner
+    from compiler.tools.fuzz import runner
 
     iso = runner._Isolated(2.0, "python")
     try:

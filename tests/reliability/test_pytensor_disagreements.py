@@ -1,6 +1,6 @@
 """Where PyTensor disagrees with itself, the decision README records, pinned.
 
-The fuzzer (``compiler.fuzz``) found these by running one graph through
+The fuzzer (``compiler.tools.fuzz``) found these by running one graph through
 PyTensor's implementations (the default backend: Numba in 3.0, C in 2.38;
 each op's Python ``perform``; its C code) and seeing them differ. Each test
 states what the model computes, against NumPy/SciPy, from the raw graph and
@@ -19,7 +19,7 @@ import scipy.special
 from pytensor.compile.mode import Mode
 
 from compiler import compile_to_onnx
-from compiler.fuzz import generate, reference_mode, run_case
+from compiler.tools.fuzz import generate, reference_mode, run_case
 from compiler.lowering.compat import IS_PYTENSOR_3
 
 

@@ -10,8 +10,8 @@ import scipy.sparse
 from pytensor.tensor.type_other import NoneConst
 
 from compiler import compile_to_onnx
-from compiler.errors import UnsupportedOpsError
-from compiler.fuzz import reference_mode
+from compiler.lowering.errors import UnsupportedOpsError
+from compiler.tools.fuzz import reference_mode
 from compiler.lowering.compat import IS_PYTENSOR_3
 
 

@@ -6,7 +6,7 @@ shape inference::
 Each call of ``emit_model`` (through ``compile_to_onnx`` or directly) is
 repeated with ``value_info=True`` and the result must agree with
 ``onnx.shape_inference.infer_shapes(strict_mode=True)``
-(``compiler.shapes.onnx_shape_disagreements``); the test that emitted a
+(``compiler.core.shapes.onnx_shape_disagreements``); the test that emitted a
 disagreeing model fails, naming the values. Emission errors pass through
 untouched, and the models the tests see are the ones they asked for. A
 test marked ``shapes_disagree`` (one that emits a wrong model on purpose)
@@ -20,7 +20,7 @@ import sys
 import pytest
 
 import backends.onnx.emitter
-from compiler.shapes import onnx_shape_disagreements
+from compiler.core.shapes import onnx_shape_disagreements
 
 _ORIGINAL = backends.onnx.emitter.emit_model
 

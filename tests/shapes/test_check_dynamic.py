@@ -12,7 +12,7 @@ import pytest
 
 from compiler import compile_to_onnx
 from compiler.lowering import graph_spec, lower
-from compiler.shapes import CANDIDATES, DynamicShapeError, check_dynamic
+from compiler.core.shapes import CANDIDATES, DynamicShapeError, check_dynamic
 from ir import Graph, TensorType
 from ir import symbolic as sym
 from passes.base import Pass

@@ -12,7 +12,7 @@ import pytensor.tensor as pt
 import pytest
 
 from compiler import CompileError, compile_to_onnx
-from compiler.shapes import InputShapeError, apply_input_shapes
+from compiler.core.shapes import InputShapeError, apply_input_shapes
 from ir.parser import parse_graph
 from tests.helpers import check_pytensor
 from tests.shapes.helpers import SHAPE_PIPELINE, assert_declared_shapes, onnx_dims, shape_arithmetic

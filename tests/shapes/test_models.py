@@ -13,8 +13,8 @@ import pytest
 from pytensor.tensor.signal import convolve2d
 
 from compiler import compile_to_onnx
-from compiler.demo import inference_graph, init_mlp_params
-from compiler.shapes import onnx_shape_disagreements
+from compiler.tools.demo import inference_graph, init_mlp_params
+from compiler.core.shapes import onnx_shape_disagreements
 from tests.helpers import assert_same, pytensor_reference
 from tests.shapes.helpers import SHAPE_PIPELINE, assert_declared_shapes, onnx_dims, shape_arithmetic
 

@@ -20,7 +20,7 @@ import pytest
 from pytensor.tensor.signal import convolve2d
 
 from compiler import compile_to_onnx
-from compiler.shapes import onnx_shape_disagreements
+from compiler.core.shapes import onnx_shape_disagreements
 from tests.lowering.test_subtensor import READS
 from tests.shapes.helpers import SHAPE_PIPELINE, assert_declared_shapes
 

@@ -11,9 +11,9 @@ import onnx
 import pytest
 
 from compiler import compile_to_onnx
-from compiler.cli import main
-from compiler.opt_tool import parse_pass_specs
-from compiler.pass_check import PassCheckError, compare
+from compiler.tools.cli import main
+from compiler.tools.opt_tool import parse_pass_specs
+from compiler.core.pass_check import PassCheckError, compare
 from ir.parser import parse_graph
 from ir.printer import print_graph
 from tests.tools import broken_pass
@@ -160,7 +160,7 @@ def test_run_takes_inputs_by_name():
 
 
 def test_random_inputs_share_one_size_per_symbol_and_keep_dtypes():
-    from compiler.pass_check import random_inputs
+    from compiler.core.pass_check import random_inputs
 
     g = parse_graph("""
         graph @main(%a: f32[N,3], %b: i64[N], %c: bool[M,N], %d: u8[2]) {
@@ -179,7 +179,7 @@ def test_check_passes_says_when_no_random_input_fits():
           %y: f32[N,2] = matmul(%a, %w)
           return %y
         }""")
-    from compiler.pass_check import PassChecker
+    from compiler.core.pass_check import PassChecker
 
     assert len(PassChecker(g, 3).inputs) == 3  # K is shared: the draw always fits
 
@@ -188,7 +188,7 @@ def test_check_passes_draws_symbolic_dims_that_fit_the_weights():
     import pytensor.tensor as pt
 
     from compiler.lowering import graph_spec, lower
-    from compiler.pass_check import PassChecker
+    from compiler.core.pass_check import PassChecker
 
     x = pt.matrix("x", dtype="float32")  # both dims symbolic: the inner one must be 4
     W = np.ones((4, 8), np.float32)

@@ -31,8 +31,8 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from compiler import cli
-from compiler.website import PROJECT_ROOT, copy_ort, find_ort_dist, make_server
+from compiler.tools import cli
+from compiler.tools.website import PROJECT_ROOT, copy_ort, find_ort_dist, make_server
 from tests.web.cases import CASES
 
 pytestmark = pytest.mark.browser

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from pytensor.raise_op import CheckAndRaise
 
-from compiler.errors import Unsupported
+from compiler.lowering.errors import Unsupported
 from compiler.lowering.context import LoweringContext
 from compiler.lowering.registry import lowers
 from ir import DType, Value, get_op

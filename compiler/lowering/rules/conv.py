@@ -27,7 +27,7 @@ from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.pad import Pad
 from pytensor.tensor.signal.conv import Convolve1d, Convolve2d
 
-from compiler.errors import Unsupported
+from compiler.lowering.errors import Unsupported
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.graph_ops import lower_op_from_graph

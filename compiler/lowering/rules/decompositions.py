@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from pytensor.tensor.basic import ExtractDiag
 
-from compiler.errors import Unsupported
+from compiler.lowering.errors import Unsupported
 from compiler.lowering.compat import Cholesky, SolveTriangular
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import lowers

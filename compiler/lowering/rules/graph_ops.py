@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pytensor.compile.builders import OpFromGraph
 
-from compiler.errors import Unsupported, UnsupportedOpsError
+from compiler.lowering.errors import Unsupported, UnsupportedOpsError
 from compiler.lowering.context import LoweringContext
 from compiler.lowering.lower import lower_apply_nodes
 from compiler.lowering.registry import lowers

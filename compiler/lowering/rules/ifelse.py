@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from compiler.errors import Unsupported
+from compiler.lowering.errors import Unsupported
 from compiler.lowering.bodies import Body
 from compiler.lowering.context import LoweringContext
 from compiler.lowering.registry import lowers

@@ -29,7 +29,7 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.tensor.subtensor import indices_from_subtensor
 from pytensor.tensor.type_other import MakeSlice, NoneTypeT, SliceType
 
-from compiler.errors import Unsupported
+from compiler.lowering.errors import Unsupported
 from ir import DType, Value
 from ir.ops.shape import INT64_MAX, INT64_MIN
 

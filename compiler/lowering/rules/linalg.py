@@ -15,7 +15,7 @@ from pytensor.tensor.blas import BatchedDot, Dot22, Dot22Scalar, Gemm, Gemv, Ger
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.math import Dot
 
-from compiler.errors import Unsupported
+from compiler.lowering.errors import Unsupported
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import find_in_mro, find_rule, lowers
 from compiler.lowering.rules.blockwise_loop import lower_blockwise_loop

@@ -63,7 +63,7 @@ from pytensor.tensor.random.op import RandomVariable, RandomVariableWithCoreShap
 from pytensor.tensor.random.type import RandomType
 from pytensor.tensor.type_other import NoneTypeT
 
-from compiler.errors import Unsupported
+from compiler.lowering.errors import Unsupported
 from compiler.lowering.context import LoweringContext, ir_dtype, sanitize_name
 from compiler.lowering.registry import lowers
 from ir import DType, OpError, TensorType, Value

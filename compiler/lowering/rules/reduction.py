@@ -12,7 +12,7 @@ from pytensor.tensor.elemwise import CAReduce
 from pytensor.tensor.extra_ops import CumOp
 from pytensor.tensor.math import Argmax, MulWithoutZeros
 
-from compiler.errors import Unsupported
+from compiler.lowering.errors import Unsupported
 from compiler.lowering.compat import SOFTMAX_OVER_LENGTH_ONE, SoftmaxGrad, inner_graph
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import find_in_mro, lowers

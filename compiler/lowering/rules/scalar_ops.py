@@ -34,7 +34,7 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import io_toposort
 from pytensor.tensor.math import MulWithoutZeros
 
-from compiler.errors import LoweringError, Unsupported
+from compiler.lowering.errors import LoweringError, Unsupported
 from compiler.lowering.compat import Iv, XlogX, XlogY0
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import class_table_decorator, find_in_mro

@@ -59,7 +59,7 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.subtensor import IncSubtensor, Subtensor
 
-from compiler.errors import Unsupported
+from compiler.lowering.errors import Unsupported
 from compiler.lowering.bodies import Body
 from compiler.lowering.context import LoweringContext, ir_type
 from compiler.lowering.registry import lowers

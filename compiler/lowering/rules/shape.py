@@ -21,7 +21,7 @@ from pytensor.tensor.extra_ops import Repeat
 from pytensor.tensor.reshape import JoinDims, SplitDims
 from pytensor.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
 
-from compiler.errors import Unsupported
+from compiler.lowering.errors import Unsupported
 from compiler.lowering.context import ir_dtype
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.indexing import INT64, int64_scalar, int64_value, int64_vector, shape_vector

@@ -37,7 +37,7 @@ ill-conditioned ones.
 from __future__ import annotations
 
 
-from compiler.errors import Unsupported
+from compiler.lowering.errors import Unsupported
 from compiler.lowering.compat import CholeskySolve, Det, MatrixInverse, SLogDet, Solve
 from compiler.lowering.context import LoweringContext
 from compiler.lowering.registry import find_in_mro, lowers

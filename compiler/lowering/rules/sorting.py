@@ -19,7 +19,7 @@ import numpy as np
 from pytensor.tensor.extra_ops import Unique
 from pytensor.tensor.sort import ArgSortOp, SortOp
 
-from compiler.errors import Unsupported
+from compiler.lowering.errors import Unsupported
 from compiler.lowering.context import LoweringContext
 from compiler.lowering.registry import lowers
 from ir import DType, Value

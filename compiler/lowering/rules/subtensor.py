@@ -28,7 +28,7 @@ from pytensor.tensor.subtensor import (AdvancedIncSubtensor, AdvancedIncSubtenso
                                        AdvancedSubtensor1, IncSubtensor, Subtensor)
 from pytensor.tensor.type_other import MakeSlice
 
-from compiler.errors import Unsupported
+from compiler.lowering.errors import Unsupported
 from compiler.lowering.bodies import Body
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.indexing import INT64, index_value, node_index, shape_vector

@@ -3,9 +3,9 @@ that runs it client-side in onnxruntime-web (WebAssembly).
 
 The site (``write_site``) is self-contained and works from any static server:
 
-- ``model.onnx``, ``model.json`` and ``model.js`` (``compiler.web``: the
+- ``model.onnx``, ``model.json`` and ``model.js`` (``compiler.tools.web``: the
   model's interface and the feed/fetch glue the page itself uses);
-- ``index.html`` and ``demo.js`` (from ``compiler/web_assets``): draw a digit
+- ``index.html`` and ``demo.js`` (from ``compiler/tools/web_assets``): draw a digit
   on a canvas or pick a test image, see the predicted class with a
   probability bar per class, the model's size, the session creation time and
   the inference time;
@@ -51,8 +51,8 @@ from pathlib import Path
 
 import numpy as np
 
-from compiler.demo import load_digits_split
-from compiler.web import model_manifest, write_web_glue
+from compiler.tools.demo import load_digits_split
+from compiler.tools.web import model_manifest, write_web_glue
 
 ORT_WEB_VERSION = "1.30.0"
 # The WASM-only script build (global ``ort``) and the runtime it loads.
@@ -165,7 +165,7 @@ def digit_examples(model_path: str | os.PathLike, per_class: int = 2, seed: int 
     """Test images for the page, with Python onnxruntime's answers.
 
     Takes the first ``per_class`` images of each class from the test split of
-    ``compiler.demo.load_digits_split(seed)`` and runs the model at
+    ``compiler.tools.demo.load_digits_split(seed)`` and runs the model at
     ``model_path`` (one float32 input of 64 pixels per image in any layout
     ``(batch, ...)``, one ``(batch, 10)`` probability output) on them.
 

@@ -2,18 +2,18 @@
 
 Subcommands:
     ``demo``    train a CNN (or an MLP) on scikit-learn's digits, compile it to
-                ONNX and compare onnxruntime with PyTensor (``compiler.demo``);
-                ``--web DIR`` also writes the browser page (``compiler.website``)
+                ONNX and compare onnxruntime with PyTensor (``compiler.tools.demo``);
+                ``--web DIR`` also writes the browser page (``compiler.tools.website``)
                 and ``--serve`` serves it.
     ``web-glue`` write ``model.json`` and ``model.js`` beside an ONNX model
-                (``compiler.web``).
+                (``compiler.tools.web``).
     ``passes``  list the registered passes and the default pipeline.
-    ``opt``     run passes on IR text (``compiler.opt_tool``).
+    ``opt``     run passes on IR text (``compiler.tools.opt_tool``).
     ``compile`` compile ``MODULE:FUNCTION``'s graph to an ONNX file.
-    ``fuzz``    run the differential fuzzer (``compiler.fuzz``) on N seeded
+    ``fuzz``    run the differential fuzzer (``compiler.tools.fuzz``) on N seeded
                 random graphs; exit status 1 if any crash or mismatch.
 
-``python -m compiler.cli ...`` is the same program. Heavy imports (PyTensor,
+``python -m compiler.tools.cli ...`` is the same program. Heavy imports (PyTensor,
 scikit-learn) happen only inside the subcommand that needs them.
 """
 
@@ -66,10 +66,10 @@ def format_passes() -> str:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from compiler.demo import format_report, model_spec, run_demo
+    from compiler.tools.demo import format_report, model_spec, run_demo
 
     if args.model == "pymc":
-        from compiler.demo_pymc import format_pymc_report, run_pymc_demo
+        from compiler.tools.demo_pymc import format_pymc_report, run_pymc_demo
 
         pymc_report = run_pymc_demo(args.out, seed=args.seed, log=lambda line: print(line, flush=True))
         print(format_pymc_report(pymc_report))
@@ -79,7 +79,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         return 2
     status, model_path = 0, args.from_model
     if args.web:  # find onnxruntime-web before training, so a missing one fails fast
-        from compiler.website import OrtWebNotFound, find_ort_dist
+        from compiler.tools.website import OrtWebNotFound, find_ort_dist
 
         try:
             ort_dist = find_ort_dist(args.ort_dir)
@@ -93,7 +93,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         print(format_report(report))
         status, model_path = (0 if report.ok else 1), report.model_path
     if args.web:
-        from compiler.website import serve, write_site
+        from compiler.tools.website import serve, write_site
 
         title = model_spec(args.model).title if args.from_model is None else f"model ({args.from_model})"
         index = write_site(args.web, model_path, ort_dist, title=title, seed=args.seed)
@@ -104,7 +104,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_web_glue(args: argparse.Namespace) -> int:
-    from compiler.web import write_web_glue
+    from compiler.tools.web import write_web_glue
 
     try:
         json_path, js_path = write_web_glue(args.model, args.out)
@@ -116,7 +116,7 @@ def _cmd_web_glue(args: argparse.Namespace) -> int:
 
 
 def _cmd_fuzz(args: argparse.Namespace) -> int:
-    from compiler.fuzz import fuzz
+    from compiler.tools.fuzz import fuzz
 
     report = fuzz(args.seed, args.n, max_steps=args.steps, isolate=not args.no_isolate, backend=args.backend,
                   log=lambda text: print(text + "\n", flush=True))
@@ -130,7 +130,7 @@ def _cmd_passes(args: argparse.Namespace) -> int:
 
 
 def _cmd_opt(args: argparse.Namespace) -> int:
-    from compiler.opt_tool import run_opt
+    from compiler.tools.opt_tool import run_opt
 
     text = sys.stdin.read() if args.file == "-" else open(args.file).read()
     out, status = run_opt(text, args.passes, print_after_all=args.print_after_all,
@@ -145,7 +145,7 @@ def _cmd_opt(args: argparse.Namespace) -> int:
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
-    from compiler.opt_tool import compile_target
+    from compiler.tools.opt_tool import compile_target
 
     compile_target(args.target, args.output, args.passes, report=args.report)
     return 0
@@ -153,7 +153,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the console script."""
-    from compiler.demo import DEFAULT_EPOCHS, DEFAULT_MODE, DEFAULT_MODEL, DEFAULT_SEED, MODELS
+    from compiler.tools.demo import DEFAULT_EPOCHS, DEFAULT_MODE, DEFAULT_MODEL, DEFAULT_SEED, MODELS
 
     parser = argparse.ArgumentParser(prog="pytensor-onnx",
                                      description="A graph-rewrite compiler from PyTensor graphs to ONNX.")

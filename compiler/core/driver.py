@@ -25,11 +25,11 @@ import onnx_ir as oir
 
 from backends.onnx import PROTOBUF_LIMIT, build_model, initializer_bytes, make_session, save_ir_model
 from backends.onnx.context import NUMERICS
-from compiler import shapes
+from compiler.core import shapes
 from compiler.lowering import graph_spec, lower
-from compiler.pass_check import PassChecker
-from compiler.report import format_report
-from compiler.validation import check_compile_args, check_run_inputs, equal_dim_groups
+from compiler.core.pass_check import PassChecker
+from compiler.core.report import format_report
+from compiler.core.validation import check_compile_args, check_run_inputs, equal_dim_groups
 from ir import Graph
 from ir.printer import print_graph
 from ir.verifier import verify
@@ -60,7 +60,7 @@ class CompiledModel:
             dumps between and after the passes), ``emission`` (building the
             onnx_ir model) and ``serialization`` (to the ``ModelProto``).
         equal_dims: groups of ``(input name, axis)`` PyTensor requires equal
-            (``compiler.validation.equal_dim_groups``), checked by ``run``.
+            (``compiler.core.validation.equal_dim_groups``), checked by ``run``.
         external_data_threshold: initializer bytes past which ``save`` and
             ``session`` keep the weights in an external data file
             (protobuf's 2 GB limit by default).
@@ -135,7 +135,7 @@ class CompiledModel:
             named: arrays for the other inputs by ONNX input name
                 (``m.run(x=...)``, as ``InferenceSession.run`` takes them).
                 All inputs are checked by
-                ``compiler.validation.check_run_inputs`` (exact dtype, rank,
+                ``compiler.core.validation.check_run_inputs`` (exact dtype, rank,
                 static dims, symbolic dims shared between inputs and the dims
                 PyTensor requires equal) before onnxruntime sees them.
 
@@ -167,14 +167,14 @@ class CompiledModel:
 
     def check_inputs(self, arrays) -> dict:
         """The onnxruntime feed for ``arrays`` (one per ONNX input, in order)
-        after ``compiler.validation.check_run_inputs`` (see ``run``)."""
+        after ``compiler.core.validation.check_run_inputs`` (see ``run``)."""
         return check_run_inputs(self.onnx_model, arrays, self.equal_dims)
 
     def report(self) -> str:
         """A text report of the compilation: the ONNX op histogram (nested
         bodies included), each pass's time and whether it changed the IR,
         how often each pattern rule fired, and which rules matched but
-        declined, with their reasons (``compiler.report``)."""
+        declined, with their reasons (``compiler.core.report``)."""
         return format_report(self)
 
     __call__ = run
@@ -227,7 +227,7 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
             passes), except dims ``input_shapes`` names.
         check_dynamic: after emitting, run the model in onnxruntime at two
             sizes of every symbolic input dim and compare with PyTensor
-            (``compiler.shapes.check_dynamic``).
+            (``compiler.core.shapes.check_dynamic``).
         value_info: declare the type of every intermediate value and initializer in the model.
         assertions: what ``CheckAndRaise``/``Assert`` nodes become (ONNX
             cannot raise): ``"drop"`` (the guarded value; one
@@ -250,7 +250,7 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
         check_passes: evaluate the IR with the interpreter on this many
             random input sets before and after each pass; the first pass
             that changes a result raises ``PassCheckError`` after writing a
-            reproducer (``compiler.pass_check``).
+            reproducer (``compiler.core.pass_check``).
         reproducer_dir: where ``check_passes`` writes its reproducer
             (default: a new temporary directory).
         opt_bisect_limit: stop rewriting after this many rewrites (one
@@ -275,19 +275,19 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
             ``emit_options`` also sets it.
         TypeError, ValueError: a bad argument (``passes``, ``opset``,
             ``emit_options``, empty ``outputs``, an input given twice; see
-            ``compiler.validation.check_compile_args``), naming it and the
+            ``compiler.core.validation.check_compile_args``), naming it and the
             accepted values.
-        compiler.errors.UnsupportedOpsError: the graph holds ops with no
+        compiler.lowering.errors.UnsupportedOpsError: the graph holds ops with no
             lowering (all listed, with source lines), or inputs/outputs of a
             type with no ONNX equivalent (complex, sparse, typed lists, None).
         ir.errors.VerificationError: a pass broke the IR.
         ir.errors.EmitError: the IR has an op or dtype with no exact ONNX form.
         ir.errors.ShapeInferenceError: a type rule contradicts a declared dim.
-        compiler.shapes.InputShapeError: ``input_shapes`` or
+        compiler.core.shapes.InputShapeError: ``input_shapes`` or
             ``example_inputs`` contradict the graph.
-        compiler.shapes.DynamicShapeError: ``check_dynamic`` found the model
+        compiler.core.shapes.DynamicShapeError: ``check_dynamic`` found the model
             wrong at some size.
-        compiler.pass_check.PassCheckError: ``check_passes`` found a pass
+        compiler.core.pass_check.PassCheckError: ``check_passes`` found a pass
             that changed the results.
     """
     if numerics not in NUMERICS:

@@ -43,8 +43,8 @@ import numpy as np
 import onnxruntime as ort
 
 from compiler import compile_to_onnx
-from compiler.errors import UnsupportedOpsError
-from compiler.fuzz.generate import Program, generate
+from compiler.lowering.errors import UnsupportedOpsError
+from compiler.tools.fuzz.generate import Program, generate
 
 ORDER = ["crash", "mismatch", "known", "pytensor-error", "unsupported", "match", "invalid"]
 FAILURES = ("crash", "mismatch")

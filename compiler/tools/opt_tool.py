@@ -11,7 +11,7 @@ under ``// -----// IR Dump After <pass> //----- //``; ``--verify-each`` runs
 the IR verifier after each pass; ``--check-inputs inputs.npz`` evaluates
 the IR with the interpreter on those inputs before and after each pass and
 fails (exit status 1) at the first pass that changes a result
-(``compiler.pass_check.compare``), which is how a ``check_passes``
+(``compiler.core.pass_check.compare``), which is how a ``check_passes``
 reproducer replays; ``--load MODULE`` imports a module and registers
 the ``Pass`` subclasses it defines first.
 """
@@ -28,8 +28,8 @@ from typing import Any, Sequence, TextIO
 
 import numpy as np
 
-from compiler.driver import compile_to_onnx
-from compiler.pass_check import compare
+from compiler.core.driver import compile_to_onnx
+from compiler.core.pass_check import compare
 from ir.interpreter import evaluate
 from ir.parser import parse_graph
 from ir.printer import print_graph

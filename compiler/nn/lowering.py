@@ -9,6 +9,9 @@ graph upcasts at a particular step; an integer ``silu``) inlines its inner
 graph instead, like any ``OpFromGraph``. ``BatchNorm`` always inlines: the
 ``batchnorm-folding`` pass folds its graph into a preceding conv or makes
 one ``batch_norm``.
+
+The rules register when ``compiler.nn`` is imported (a graph holding these
+ops was built with it), so the compile path never imports this library.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from typing import Callable
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.graph_ops import lower_op_from_graph
-from compiler.nn import (AvgPool2d, BatchNorm, Conv2d, Flatten, Gelu, GlobalAvgPool2d, GlobalMaxPool2d, Linear,
-                         MaxPool2d, Relu, Silu, UpsampleNearest2d)
+from compiler.nn.activations import Gelu, Relu, Silu
+from compiler.nn.conv import Conv2d
+from compiler.nn.layers import BatchNorm, Flatten, Linear, UpsampleNearest2d
+from compiler.nn.pool import AvgPool2d, GlobalAvgPool2d, GlobalMaxPool2d, MaxPool2d
 from ir import Value
 
 

@@ -17,7 +17,7 @@ Both train with minibatch Adam (Kingma & Ba 2015, Algorithm 1) on the mean
 cross-entropy; gradients come from ``pytensor.grad``. Everything is float32.
 
 Each step is a function usable on its own (``load_digits_split``,
-``train``, ``inference_graph``, ``run_demo``); ``compiler.cli`` is a thin
+``train``, ``inference_graph``, ``run_demo``); ``compiler.tools.cli`` is a thin
 wrapper around ``run_demo`` and ``format_report``.
 """
 
@@ -32,7 +32,7 @@ from typing import Callable
 import numpy as np
 
 from compiler import nn
-from compiler.driver import compile_to_onnx
+from compiler.core.driver import compile_to_onnx
 
 DEFAULT_MODEL = "cnn"
 DEFAULT_EPOCHS = 10
@@ -388,7 +388,7 @@ def run_demo(out_dir: str | Path = "demo-out", model: str = DEFAULT_MODEL, epoch
 
     Raises:
         ValueError: unknown model.
-        compiler.errors.CompileError: the inference graph does not compile.
+        compiler.lowering.errors.CompileError: the inference graph does not compile.
     """
     import pytensor
 

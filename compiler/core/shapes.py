@@ -27,7 +27,7 @@ import onnx
 import passes.shape_folding  # noqa: F401  (registers shape-folding)
 import passes.shape_inference  # noqa: F401  (registers shape-inference)
 from backends.onnx import make_session
-from compiler.errors import CompileError
+from compiler.lowering.errors import CompileError
 from ir import Graph, TensorType
 from ir import symbolic as sym
 from ir.types import Dim

@@ -163,7 +163,7 @@ def test_scan_grad_programs_are_deterministic_and_differentiate_through_scans():
         fuzz(0, 1, family="loops")
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 5])
+@pytest.mark.parametrize("seed", [2, 3, 5, 7])
 def test_quick_scan_grad_run_matches(seed):
     result = run_case(generate_scan_grad(seed, max_steps=3, max_order=2), backend="python")
     assert result.kind == "match", result.report()

@@ -180,7 +180,8 @@ def conv_f64_gathered(ctx, x, w, b, *, w_shape, out_shape, strides, dilations, p
     perm = [0, 1] + [3 + 2 * j for j in range(nsp)] + [2 + 2 * j for j in range(nsp)]
     windows = ctx.op("Transpose", windows, perm=perm)  # (N, C, *kernel, *out)
     cols, positions = (ctx.op("Unsqueeze", v, _i64(ctx, [0])) for v in (cols, positions))
-    col = ctx.op("Reshape", windows, ctx.op("Concat", _i64(ctx, [0, group]), cols, positions, axis=0))  # (N, g, C/g*K, L)
+    col_shape = ctx.op("Concat", _i64(ctx, [0, group]), cols, positions, axis=0)
+    col = ctx.op("Reshape", windows, col_shape)  # (N, g, C/g*K, L)
     wg = ctx.op("Reshape", w, ctx.op("Concat", _i64(ctx, [group, -1]), cols, axis=0))  # (g, M/g, C/g*K)
     y = ctx.op("MatMul", wg, col)  # (N, g, M/g, L)
     spatial = out_shape[2:]

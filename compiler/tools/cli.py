@@ -119,7 +119,7 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     from compiler.tools.fuzz import fuzz
 
     report = fuzz(args.seed, args.n, max_steps=args.steps, isolate=not args.no_isolate, backend=args.backend,
-                  log=lambda text: print(text + "\n", flush=True))
+                  family=args.family, log=lambda text: print(text + "\n", flush=True))
     print(report.summary().split("\n\n")[0])
     return 1 if report.failures else 0
 
@@ -234,6 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="how the default-mode reference runs (its rewritten graph either way): 'python' with "
                            "the ops' Python implementations (default, ~0.2 s a graph), 'default' with the default "
                            "mode's own backend (Numba in PyTensor 3, C in 2.38: seconds a graph to compile)")
+    fuzz.add_argument("--family", default="ops", choices=["ops", "scan-grad"],
+                      help="programs: random op chains (default), or a random scan and its nested gradients")
     fuzz.add_argument("--no-isolate", action="store_true",
                       help="run cases in this process (a hard onnxruntime crash then ends the run)")
     fuzz.set_defaults(func=_cmd_fuzz)

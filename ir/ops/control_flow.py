@@ -35,8 +35,9 @@ iteration and the per-step values stacked along a new axis 0. Semantics
         steps.append(step)
         if has_condition and not cond: break
 
-A stacked output of zero iterations has shape ``(0, *step_shape)``, unknown
-step dims taken as 0.
+A stacked output of zero iterations has shape ``(0, *step_shape)``: an
+unknown step dim named like a dim of a body input (``x_dim0``) has that
+input's size in this run, other unknown dims are 0.
 
 ``if``: inputs ``(cond, *captured)`` with ``cond`` a ``bool[]``; the
 ``then`` and ``else`` graphs both take ``captured`` and return the same
@@ -126,11 +127,14 @@ def _loop_eval(args, attrs, subgraphs, run):
         if cond and not bool(outs[0]):
             break
     stacked = []
+    sizes = {d: size for v, a in zip(body.inputs[1:], args[1:]) for d, size in zip(v.shape, np.shape(a))
+             if isinstance(d, str)}  # the run's sizes of named dims, for zero iterations
     for j, v in enumerate(body.outputs[cond + k:]):
         if steps:
             stacked.append(np.stack([s[j] for s in steps]))
         else:
-            stacked.append(np.empty((0,) + tuple(d if isinstance(d, int) else 0 for d in v.shape), v.dtype.numpy))
+            shape = tuple(d if isinstance(d, int) else sizes.get(d, 0) for d in v.shape)
+            stacked.append(np.empty((0,) + shape, v.dtype.numpy))
     return carried + stacked
 
 

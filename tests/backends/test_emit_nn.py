@@ -530,6 +530,45 @@ def test_integer_convolve2d_needs_a_static_kernel():
         emit_model(g)
 
 
+@pytest.mark.parametrize("x_shape, w_shape, attrs", [
+    ((2, 4, 7, 6), (6, 2, 3, 2), {"group": 2, "pads": (1, 0, 2, 1), "strides": (2, 1), "dilations": (1, 2)}),
+    ((2, 4, 7, 6), (3, 4, 1, 1), {}),
+    ((2, 4, 7, 6), (4, 1, 3, 3), {"group": 4, "strides": (2, 3), "flip": True}),  # depthwise
+    ((1, 2, 9), (3, 2, 4), {"pads": (2, 1), "strides": (2,)}),  # 1-D
+    ((1, 2, 4, 5, 3), (2, 2, 2, 3, 1), {"flip": True, "dilations": (2, 1, 1)}),  # 3-D
+], ids=["grouped-strided-dilated-padded", "1x1", "depthwise", "1d", "3d"])
+@pytest.mark.parametrize("values", ["integers", "reals"])
+def test_float64_conv_of_a_kernel_known_at_run_time(x_shape, w_shape, attrs, values):
+    """Exact float64 ``conv`` (``window_f64.conv_f64_gathered``) when the
+    kernel's spatial dims are symbolic: no Conv; integer-valued floats give
+    the interpreter's values bit for bit, reals within the convolution
+    family's bound (``C/g * K`` eps of ``|x| . |w|``)."""
+    g = Graph("conv")
+    nsp = len(x_shape) - 2
+    x = g.add_input(TensorType(F64, ("N", x_shape[1], *(f"s{i}" for i in range(nsp)))), "x0")
+    w = g.add_input(TensorType(F64, (w_shape[0], w_shape[1], *(f"k{i}" for i in range(nsp)))), "x1")
+    b = g.add_input(TensorType(F64, (w_shape[0],)), "x2")
+    g.set_outputs([g.add("conv", [x, w, b], attrs)])
+    if values == "integers":
+        args = [integers(x_shape, np.float64), integers(w_shape, np.float64), integers(w_shape[:1], np.float64)]
+    else:
+        args = [RNG.normal(size=s) for s in (x_shape, w_shape, w_shape[:1])]
+    model = emitted(g)
+    assert "Conv" not in histogram(model) and "Gather" in histogram(model)
+    (got,), (want,) = make_session(model).run(None, dict(zip(("x0", "x1", "x2"), args))), evaluate(g, args)
+    if values == "integers":
+        assert_matches(got, want, 0, "integer-valued float64 conv")
+    else:  # the contract's bound, |x| . |w| computed by the interpreter on absolute values
+        flipped = args[1][(slice(None),) * 2 + (slice(None, None, -1),) * nsp] if attrs.get("flip") else args[1]
+        g_abs = Graph("abs")
+        xa, wa = (g_abs.add_input(TensorType.of_array(a), f"a{i}") for i, a in enumerate(args[:2]))
+        g_abs.set_outputs([g_abs.add("conv", [xa, wa], {k: v for k, v in attrs.items() if k != "flip"})])
+        magnitude = evaluate(g_abs, [np.abs(args[0]), np.abs(flipped)])[0]
+        magnitude = magnitude + np.abs(args[2]).reshape((1, -1) + (1,) * nsp)
+        terms = w_shape[1] * int(np.prod(w_shape[2:])) + 1
+        assert np.all(np.abs(got - want) <= terms * np.finfo(np.float64).eps * magnitude)
+
+
 def test_convolve2d_emits_one_conv():
     """Batch, output-channel and group axes fold into a single grouped Conv."""
     model = check(NNCase("convolve2d", (integers((2, 1, 3, 6, 5)), integers((1, 4, 3, 2, 2)))))

@@ -1,6 +1,8 @@
 """Helpers of the control-flow tests: one PyTensor function computing every
 acceptance model (``Bundle``), the differential check of a compiled model,
-and the ONNX op inventory of a model (bodies included)."""
+the ONNX op inventory of a model (bodies included), and ``check_scan``, a
+scan graph exported from the raw graph and from a compiled function, with
+and without passes, against PyTensor's Python implementation."""
 
 from __future__ import annotations
 
@@ -8,7 +10,12 @@ import numpy as np
 import onnx
 import pytensor
 from pytensor.compile.mode import Mode
+from pytensor.graph.traversal import io_toposort
+from pytensor.link.vm import VMLinker
+from pytensor.scan.op import Scan
 
+from compiler import compile_to_onnx
+from compiler.tools.fuzz import reference_mode
 from ir.interpreter import evaluate
 from ir.parser import parse_graph
 from tests.control_flow import models
@@ -72,3 +79,40 @@ def onnx_ops(model: onnx.ModelProto) -> list[str]:
             ops.append(node.op_type)
             graphs += [a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH]
     return ops
+
+
+# -- scans checked against PyTensor's Python implementation ----------------------------------
+PY = Mode(VMLinker(use_cloop=False, c_thunks=False), None)  # the graph as written, Python thunks: nothing compiles
+REWRITTEN = reference_mode("python")  # the default mode's rewrites (what compile_to_onnx(f) sees), Python thunks
+
+
+def check_scan(inputs, outputs, values, what: str, *, function: bool = True, tol: float = 1e-12,
+               unrolled: bool | None = None) -> list[np.ndarray]:
+    """Export ``outputs`` with the default pipeline and with ``passes=[]``
+    (the lowered IR: each scan a ``loop``), from the raw graph (against
+    ``PY``) and, with ``function``, from a function compiled with the
+    default mode's rewrites (against that function, ``REWRITTEN``).
+    onnxruntime and the IR interpreter must give PyTensor's dtypes, shapes
+    and values to ``tol`` (relative and absolute). ``unrolled`` True/False:
+    the default pipeline must leave no loop / at least one. Scans in the
+    graph should be built with ``mode=PY`` (their inner functions then
+    compile nothing either). Returns PyTensor's raw-graph values."""
+    want = [np.asarray(w) for w in pytensor.function(inputs, outputs, mode=PY)(*values)]
+    has_scan = any(isinstance(node.op, Scan) for node in io_toposort(inputs, outputs))
+    sources = [("raw graph", lambda passes: compile_to_onnx(inputs, outputs=outputs, passes=passes), want)]
+    if function:
+        fn = pytensor.function(inputs, outputs, mode=REWRITTEN)
+        sources.append(("compiled function", lambda passes: compile_to_onnx(fn, passes=passes),
+                        [np.asarray(w) for w in fn(*values)]))
+    for source, build, reference in sources:
+        for passes in (None, []):
+            m = build(passes)
+            if passes == [] and source == "raw graph":
+                assert m.ir.contains_op("loop") == has_scan, f"{what}: the lowered IR has a loop per scan"
+            elif passes is None and unrolled is not None:
+                assert m.ir.contains_op("loop") != unrolled, f"{what}, {source}: unrolled is not {unrolled}"
+            for where, got in (("onnxruntime", m.run(*values)), ("IR interpreter", evaluate(m.ir, values))):
+                assert len(got) == len(reference)
+                for k, (g, w) in enumerate(zip(got, reference)):
+                    assert_same(g, w, rtol=tol, atol=tol, what=f"{what}, {source}, passes={passes}: {where} output {k}")
+    return want

@@ -144,23 +144,3 @@ def test_mit_mot_with_two_input_taps_of_a_mit_sot(py_scans):
     want = pytensor.function([x, a, s0], outputs, mode=PY)(*values)
     m = compile_to_onnx([x, a, s0], outputs=outputs)
     _close(m.run(*values), want, "float64", ["loss", "da", "ds0", "dx"])
-
-
-@pytest.mark.parametrize("step, analytic", [
-    (lambda a: a ** 2, lambda x, n: 2 ** n * (2 ** n - 1) * x ** (2 ** n - 2)),
-    (pt.sin, None),
-])
-@pytest.mark.parametrize("n", [1, 2, 3, 4])
-def test_second_derivative_of_a_scan(step, analytic, n):
-    """The gradient of a scan's gradient is a scan whose mit-mot reads taps
-    ``(-1, 0)``: ``Scan.perform`` starts its position at row 1, not 0 (a
-    silent wrong Hessian before: 3.8 for 10.83 at two steps of ``a**2``)."""
-    x = pt.dscalar("x")
-    xs = pytensor.scan(fn=step, outputs_info=[x], n_steps=n)[0]
-    gg = pytensor.grad(pytensor.grad(xs[-1], x), x)
-    want = pytensor.function([x], gg, mode=PY)(0.95)
-    if analytic is not None:
-        np.testing.assert_allclose(want, analytic(0.95, n), rtol=1e-12)
-    for passes in (None, []):
-        got, = compile_to_onnx([x], outputs=[gg], passes=passes).run(np.float64(0.95))
-        np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -6,7 +6,9 @@ a padded float32 CNN whose ``pt.pad`` upcasts to float64 is such a CNN.
 With ``emit_options={"float64_conv": "float32"}`` it compiles with a
 ``UserWarning``, computes those ops in float32 and matches PyTensor to
 float32 tolerance. Never a silent precision change: float32 graphs are
-unaffected by the option and never warn."""
+unaffected by the option and never warn. A kernel whose size is known only
+at run time (``convolve1d``/``convolve2d`` of two inputs) is exact too: its
+windows are gathered (issue 31; PyTensor's JAX suite's ``test_convolve1d``)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,10 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
-from pytensor.tensor.signal import convolve2d
+import scipy.signal
+from pytensor.compile.mode import Mode, get_default_mode
+from pytensor.tensor import dmatrix
+from pytensor.tensor.signal import convolve1d, convolve2d
 from pytensor.tensor.special import softmax
 
 from compiler import compile_to_onnx, nn
@@ -48,12 +53,13 @@ EXACT = {"rtol": 1e-12, "atol": 1e-12}
 
 def _exact(inputs, outputs, values, casts=0):
     """Compile by default with warnings as errors; assert no Conv or
-    AveragePool, ``casts`` Casts and a match to 1e-12; returns the model."""
+    AveragePool, ``casts`` Casts (None: any number; the shape arithmetic of
+    symbolic sizes may cast ints) and a match to 1e-12; returns the model."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         compiled = compile_to_onnx(inputs, outputs=outputs)
     assert not {"Conv", "AveragePool"} & set(onnx_ops(compiled)), onnx_ops(compiled)
-    assert onnx_ops(compiled).count("Cast") == casts
+    assert casts is None or onnx_ops(compiled).count("Cast") == casts
     for got, want in zip(compiled.run(*values), pytensor_reference(inputs, outputs, values)):
         assert got.dtype == np.float64
         assert_same(got, want, what="exact float64", **EXACT)
@@ -155,3 +161,74 @@ def test_float32_graphs_never_warn_and_keep_their_kernels():
     values = [images("float32")]
     (want,) = pytensor_reference(inputs, outputs, values)
     assert_same(compiled.run(*values)[0], want, rtol=1e-5, atol=1e-6, what="float32 CNN")
+
+
+# -- kernels whose size is known only at run time ------------------------------------------------------
+REWRITTEN = Mode(linker="py", optimizer=get_default_mode().optimizer)  # the default rewrites, nothing compiled
+
+
+def _exact_with_function(inputs, outputs, values, scipy_values):
+    """``_exact`` from the raw graph, then the model of a function compiled
+    with the default rewrites against that function, and both against
+    ``scipy_values`` (SciPy's direct float64 convolution) to 1e-12. Inner
+    graphs PyTensor's references compile (``OpFromGraph``) run in Python."""
+    with pytensor.config.change_flags(mode="FAST_COMPILE"):
+        compiled = _exact(inputs, outputs, values, casts=None)
+        fn = pytensor.function(inputs, outputs, mode=REWRITTEN)
+        reference = fn(*values)
+    from_function = compile_to_onnx(fn)
+    assert not {"Conv", "AveragePool"} & set(onnx_ops(from_function))
+    for got, want, exact in zip(from_function.run(*values), reference, scipy_values):
+        assert_same(got, want, what="compiled function", **EXACT)
+        assert_same(got, exact, what="SciPy", **EXACT)
+    for got, exact in zip(compiled.run(*values), scipy_values):
+        assert_same(got, exact, what="SciPy", **EXACT)
+
+
+@pytest.mark.parametrize("mode", ["full", "valid", "same"])
+@pytest.mark.parametrize("sizes", [(9, 4), (3, 7)], ids=["kernel shorter", "kernel longer"])
+def test_float64_convolve1d_with_a_kernel_of_symbolic_length(mode, sizes):
+    """``convolve1d`` of two vectors of symbolic lengths (scipy swaps the
+    operands of a valid convolution whose kernel is the longer) and of a
+    batch of rows against one kernel: the exact float64 form gathers the
+    windows (``window_f64.conv_f64_gathered``)."""
+    x, k, batch = pt.dvector("x"), pt.dvector("k"), pt.dmatrix("batch")
+    values = [RNG.normal(size=sizes[0]), RNG.normal(size=sizes[1]), RNG.normal(size=(3, sizes[0]))]
+    outputs = [convolve1d(x, k, mode=mode), convolve1d(batch, k, mode=mode)]
+    want = [scipy.signal.convolve(values[0], values[1], mode=mode, method="direct"),
+            np.stack([scipy.signal.convolve(row, values[1], mode=mode, method="direct") for row in values[2]])]
+    _exact_with_function([x, k, batch], outputs, values, want)
+
+
+@pytest.mark.parametrize("mode", ["valid", "full"])
+@pytest.mark.parametrize("kernel", [(2, 3), (7, 5)], ids=["kernel smaller", "kernel larger"])
+def test_float64_convolve2d_with_a_kernel_of_symbolic_size(mode, kernel):
+    """``convolve2d`` of a batch of images and a kernel whose dims are both
+    symbolic, broadcast over the batch, and per image with a batch of
+    kernels (a batch axis both operands vary along needs its size static):
+    exact float64, SciPy's values to 1e-12."""
+    x, k = pt.tensor("x", dtype="float64", shape=(2, None, None)), pt.dmatrix("k")
+    ks = pt.tensor("ks", dtype="float64", shape=(2, None, None))
+    values = [RNG.normal(size=(2, 5, 4)), RNG.normal(size=kernel), RNG.normal(size=(2, *kernel))]
+    outputs = [convolve2d(x, k, mode=mode), convolve2d(x, ks, mode=mode)]
+    want = [np.stack([scipy.signal.convolve(img, values[1], mode=mode, method="direct") for img in values[0]]),
+            np.stack([scipy.signal.convolve(img, kern, mode=mode, method="direct")
+                      for img, kern in zip(values[0], values[2])])]
+    _exact_with_function([x, k, ks], outputs, values, want)
+
+
+@pytest.mark.parametrize("mode", ["full", "valid", "same"])
+def test_convolve1d_of_the_jax_suite(mode):
+    """PyTensor's ``tests/link/jax/signal/test_conv.py::test_convolve1d``
+    (v3.0.7) with ``mode="ONNX"`` for ``"JAX"``: a (1, 3, 5) batch against a
+    (7, 1, 11) batch of kernels, all lengths symbolic, against PyTensor's
+    Python implementation (``compare_jax_and_py``) to 1e-12."""
+    x = dmatrix("x")
+    y = dmatrix("y")
+    out = convolve1d(x[None], y[:, None], mode=mode)
+    rng = np.random.default_rng()
+    test_x = rng.normal(size=(3, 5))
+    test_y = rng.normal(size=(7, 11))
+    (got,) = pytensor.function([x, y], [out], mode="ONNX")(test_x, test_y)
+    (want,) = pytensor.function([x, y], [out], mode="FAST_COMPILE")(test_x, test_y)
+    assert_same(got, want, what=f"convolve1d {mode}", **EXACT)

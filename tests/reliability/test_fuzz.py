@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from compiler.tools.fuzz import build, compare, fuzz, generate, reference_mode, run_case, shrink
+from compiler.tools.fuzz import FAMILIES, build, compare, fuzz, generate, generate_scan_grad, reference_mode, run_case, shrink
 from compiler import compile_to_onnx
 from compiler.tools.fuzz.generate import Program
 from compiler.tools.fuzz.runner import KNOWN, Mismatch, known_difference
@@ -138,6 +138,42 @@ def test_quick_fuzz_run_has_no_unexplained_failures(start):
 @pytest.mark.parametrize("start", range(100_000, 105_000, 100))
 def test_long_fuzz_run_has_no_failures(start):
     report = fuzz(start, 100, isolate=True, shrink_failures=True, backend="python", timeout_s=120)
+    print(report.summary())
+    assert not report.failures, report.summary()
+
+
+# The scan-grad family (``compiler/tools/fuzz/scan_grads.py``): a random scan and
+# 1-3 nested gradients. PyTensor's own rewrites and inner-function builds of
+# such graphs take seconds, so the quick run is a few seeds of at most 3
+# steps and second order; the slow job runs 20 full programs per line (~10 min).
+def test_scan_grad_programs_are_deterministic_and_differentiate_through_scans():
+    from pytensor.graph.traversal import io_toposort
+    from pytensor.scan.op import Scan
+
+    assert generate_scan_grad(5).source() == generate_scan_grad(5).source()
+    for seed in range(4):
+        program = generate_scan_grad(seed, max_order=1)
+        inputs, out = build(program)
+        scans = [n.op.info for n in io_toposort(inputs, [out]) if isinstance(n.op, Scan)]
+        assert any(info.n_mit_mot for info in scans), program.source()
+    orders = {sum("pytensor.grad" in line for line in generate_scan_grad(seed).lines) for seed in range(30)}
+    assert orders == {1, 2, 3}
+    assert FAMILIES["scan-grad"] is generate_scan_grad
+    with pytest.raises(ValueError, match="family must be one of"):
+        fuzz(0, 1, family="loops")
+
+
+@pytest.mark.parametrize("seed", [2, 3, 5, 7])
+def test_quick_scan_grad_run_matches(seed):
+    result = run_case(generate_scan_grad(seed, max_steps=3, max_order=2), backend="python")
+    assert result.kind == "match", result.report()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("start", range(200_000, 200_020, 10))
+def test_scan_grad_run_has_no_failures(start):
+    report = fuzz(start, 10, isolate=True, shrink_failures=True, backend="python", timeout_s=600,
+                  family="scan-grad")
     print(report.summary())
     assert not report.failures, report.summary()
 

@@ -242,9 +242,6 @@ def conv(ctx, node, x, w, b=None):
         w = flip_spatial(ctx, w, node.inputs[1].rank)
     kernel, strides, dilations, pads = _window(node, node.inputs[1].shape[2:])
     if exact_f64(ctx, node):
-        if not all(isinstance(k, int) for k in kernel):
-            raise ctx.error("the exact float64 convolution needs static kernel dims (it is unrolled over the "
-                            "taps); give the kernel a static shape or emit with float64_conv='native'")
         return conv_f64(ctx, x, w, b, w_shape=node.inputs[1].shape, out_shape=node.outputs[0].shape,
                         kernel=kernel, strides=strides, dilations=dilations, pads=pads, group=node.attrs["group"])
     compute = float64_compute(ctx, node, "Conv")
@@ -516,7 +513,8 @@ def convolve2d(ctx, node, x, k):
     wrapping int64 multiply-adds (ints; onnxruntime has no integer Conv).
 
     Floats (float16 natively, float64 per ``float64_conv``: by default
-    ``window_f64.conv_f64`` on the same grouped form): each broadcast
+    ``window_f64.conv_f64`` on the same grouped form, which gathers the
+    windows when the kernel's dims are known only at run time): each broadcast
     batch axis of ``x`` and ``k`` becomes part of the Conv's batch (``k`` is 1
     there), of its output channels (``x`` is 1 there) or of its groups (both
     vary; one group per element, which needs a static size); the kernel is
@@ -527,7 +525,7 @@ def convolve2d(ctx, node, x, k):
 
     Raises:
         EmitError: a batch axis where both operands vary has no static size;
-            integer or exact float64 kernels with dynamic spatial dims.
+            integer kernels with dynamic spatial dims.
     """
     dtype = node.inputs[0].dtype
     if dtype.is_int:
@@ -629,9 +627,6 @@ def _convolve2d_conv(ctx, node, x, k, dtype):
     kernel = flip_spatial(ctx, kernel, 4)
     if exact_f64(ctx, node):
         taps = node.inputs[1].shape[-2:]
-        if not all(isinstance(t, int) for t in taps):
-            raise ctx.error("the exact float64 convolution needs static kernel dims (it is unrolled over the "
-                            "taps); give the kernel a static shape or emit with float64_conv='native'")
         y = conv_f64(ctx, image, kernel, None, w_shape=(None, 1, *taps), out_shape=(None,) * 4, kernel=tuple(taps),
                      strides=(1, 1), dilations=(1, 1), pads=tuple(pads), group=groups)
     else:

@@ -22,6 +22,19 @@ Each output is one float64 dot product of ``C/g * K`` terms (im2col) or a
 sum of K such products (taps): float64 rounding only, in an order that
 differs from PyTensor's (the tests hold it to 1e-12 relative).
 
+A kernel whose spatial dims are only known at run time (``convolve1d`` and
+``convolve2d`` of two inputs; ``conv_f64`` chooses the form) cannot be
+unrolled over its offsets: ``conv_f64_gathered`` builds the same im2col
+matrix by gathering the windows. Per spatial axis of size ``n`` (padded),
+kernel size ``k``, stride ``s`` and dilation ``d``, the int64 indices
+``o * s + j * d`` (``o`` an output position, ``j`` a kernel offset: a
+``(out, k)`` matrix from two ``Range``\ s) gather ``x`` along that axis;
+a Transpose puts the offsets before the positions, and the same MatMul as
+``im2col`` takes one float64 dot product of ``C/g * K`` terms per output
+element. It is exact in the same sense: float64 products and sums only,
+within the convolution family's bound of the numerics contract
+(``|error| <= C/g * K * eps * (|x| . |w|)`` per element).
+
 Average pooling: the sum of the K slices divided by the window count
 (the kernel size, or with ``count_include_pad=False`` the same sum over a
 padded mask of ones: a constant when the spatial sizes are static).
@@ -96,10 +109,14 @@ def _grouped_weights(ctx, w, w_shape, group: int, taps: int):
 
 def conv_f64(ctx, x, w, b, *, w_shape, out_shape, kernel, strides, dilations, pads, group, form=None):
     """Exact float64 Conv (module doc) of ``x`` (N, C, *spatial) and ``w``
-    (M, C/g, *kernel, static kernel dims ``kernel``; ``w_shape`` its IR
-    shape) with optional bias ``b`` (M,), added after the sums; ``out_shape``
-    is the IR output shape (static dims become constants). Returns the
+    (M, C/g, *kernel; ``w_shape`` its IR shape, ``kernel`` its spatial dims,
+    ints when static) with optional bias ``b`` (M,), added after the sums;
+    ``out_shape`` is the IR output shape (static dims become constants).
+    A kernel with a dim not static takes ``conv_f64_gathered``. Returns the
     float64 (N, M, *out) value."""
+    if not all(isinstance(k, int) for k in kernel):
+        return conv_f64_gathered(ctx, x, w, b, w_shape=w_shape, out_shape=out_shape, strides=strides,
+                                 dilations=dilations, pads=pads, group=group)
     form = form or CONV_FORM
     out = None
     nsp = len(kernel)
@@ -130,6 +147,58 @@ def conv_f64(ctx, x, w, b, *, w_shape, out_shape, kernel, strides, dilations, pa
     if b is not None:
         y = ctx.op("Add", y, ctx.op("Unsqueeze", b, _i64(ctx, range(1, 1 + nsp))))
     return y
+
+
+def conv_f64_gathered(ctx, x, w, b, *, w_shape, out_shape, strides, dilations, pads, group):
+    """Exact float64 Conv of ``x`` (N, C, *spatial) and ``w`` (M, C/g,
+    *kernel) whose kernel dims may be known only at run time (module doc:
+    the windows gathered into the im2col matrix, then one MatMul); the
+    other arguments as in ``conv_f64``. Returns the float64 (N, M, *out)
+    value."""
+    nsp = len(strides)
+    xp = _padded(ctx, x, pads, nsp)
+    zero, one = _scalar(ctx, 0), _scalar(ctx, 1)
+    outs, windows = [], xp
+    cols = ctx.op("Squeeze", ctx.op("Shape", w, start=1, end=2))  # C/g, times each kernel dim below
+    positions = None
+    for j, (s, d) in enumerate(zip(strides, dilations)):
+        size = ctx.op("Squeeze", ctx.op("Shape", xp, start=2 + j, end=3 + j))
+        k = ctx.op("Squeeze", ctx.op("Shape", w, start=2 + j, end=3 + j))
+        span = ctx.op("Mul", ctx.op("Sub", k, one), _scalar(ctx, d))
+        # out = floor((size - span - 1) / s) + 1, or 0 when no window fits
+        out = ctx.op("Div", ctx.op("Max", ctx.op("Add", ctx.op("Sub", size, span), _scalar(ctx, s - 1)), zero),
+                     _scalar(ctx, s))
+        starts = ctx.op("Range", zero, out, one)
+        if s != 1:
+            starts = ctx.op("Mul", starts, _scalar(ctx, s))
+        offsets = ctx.op("Range", zero, ctx.op("Add", span, one), _scalar(ctx, d))
+        index = ctx.op("Add", ctx.op("Unsqueeze", starts, _i64(ctx, [1])), ctx.op("Unsqueeze", offsets, _i64(ctx, [0])))
+        windows = ctx.op("Gather", windows, index, axis=2 + 2 * j)  # axis 2 + 2j becomes (out_j, k_j)
+        outs.append(ctx.op("Unsqueeze", out, _i64(ctx, [0])))
+        cols = ctx.op("Mul", cols, k)
+        positions = out if positions is None else ctx.op("Mul", positions, out)
+    perm = [0, 1] + [3 + 2 * j for j in range(nsp)] + [2 + 2 * j for j in range(nsp)]
+    windows = ctx.op("Transpose", windows, perm=perm)  # (N, C, *kernel, *out)
+    cols, positions = (ctx.op("Unsqueeze", v, _i64(ctx, [0])) for v in (cols, positions))
+    col_shape = ctx.op("Concat", _i64(ctx, [0, group]), cols, positions, axis=0)
+    col = ctx.op("Reshape", windows, col_shape)  # (N, g, C/g*K, L)
+    wg = ctx.op("Reshape", w, ctx.op("Concat", _i64(ctx, [group, -1]), cols, axis=0))  # (g, M/g, C/g*K)
+    y = ctx.op("MatMul", wg, col)  # (N, g, M/g, L)
+    spatial = out_shape[2:]
+    m = w_shape[0]
+    if isinstance(m, int) and all(isinstance(o, int) for o in spatial):
+        target = _i64(ctx, [0, m, *spatial])
+    else:
+        target = ctx.op("Concat", _i64(ctx, [0]), ctx.op("Shape", w, start=0, end=1), *outs, axis=0)
+    y = ctx.op("Reshape", y, target)
+    if b is not None:
+        y = ctx.op("Add", y, ctx.op("Unsqueeze", b, _i64(ctx, range(1, 1 + nsp))))
+    return y
+
+
+def _scalar(ctx, value: int):
+    """An int64 scalar constant."""
+    return ctx.const(np.array(value, dtype=np.int64), I64)
 
 
 def _depthwise(ctx, w, slices, taps: int, nsp: int):

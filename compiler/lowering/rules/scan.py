@@ -15,17 +15,19 @@ scan (``until``), after the step whose condition is true.
 The loop carries, for a state with ``m`` taps, its ``m`` latest values (a
 shift register: tap ``t`` reads register ``m + t``) and each untraced state;
 sequences and non-sequences are invariant inputs, and the body reads row
-``i`` of a sequence with ``gather``. A Scan output of ``S`` rows holds the
-last ``S`` rows of the full trace ``F`` (the ``m`` initial rows, then one row
-per step run): PyTensor writes a buffer shorter than ``F`` circularly and
-rotates it at the end (``scan_save_mem`` shrinks buffers so). A buffer of
-``n + m`` rows (what ``scan()`` builds) gives all of ``F``, also when a
-while scan stopped early and ``F`` is shorter. (Only a buffer longer than
-``n + m``, which neither ``scan()`` nor its rewrites build, would differ:
-PyTensor pads it with zeros.) The loop stacks a state's values per step
-only when ``S`` is not statically at most ``m``; otherwise the output comes
-from the final registers. A nit-sot output of ``S`` rows is likewise the
-last ``S`` of its stacked values.
+``i`` of a sequence with ``gather``. A Scan output of ``S`` rows is what
+``Scan.perform`` leaves in its buffer (``_final_rows``), given the full
+trace ``F`` (the ``m`` initial rows, then one row per step run): the last
+``S`` rows of ``F`` when ``S`` is at most its length (PyTensor writes a
+buffer shorter than ``F`` circularly and rotates it at the end;
+``scan_save_mem`` shrinks buffers so), else ``F`` and rows of zeros (the
+sequence gradients of a backward scan that ``truncate_gradient``
+shortened), less the steps a while scan did not run. A buffer of ``n + m``
+rows (what ``scan()`` builds) gives all of ``F``, also when a while scan
+stopped early. The loop stacks a state's values per step only when ``S``
+is not statically at most ``m``; otherwise the output comes from the final
+registers. A nit-sot output is likewise ``_final_rows`` of its stacked
+values (``m = 0``).
 
 Bookkeeping around a scan stays ordinary IR: the ``AllocEmpty`` +
 ``IncSubtensor`` that build a buffer are looked through when they only place
@@ -162,14 +164,15 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
 
     steps = (ctx.add("gather", [ctx.add("shape", [traces[0]]), ctx.scalar(0, INT64)], {"axis": 0})
              if info.as_while and traces else n)
+    stop_n = n if info.as_while else None  # a while scan trims what it did not run
     outputs = list(finals[:len(mit_mots)])  # a mit-mot output is its whole buffer
     finals = finals[len(mit_mots):]
     for st in states:
         regs, finals = finals[:len(st.registers)], finals[len(st.registers):]
-        outputs.append(st.output(ctx, regs, traces.pop(0) if st.stacked else None, steps))
+        outputs.append(st.output(ctx, regs, traces.pop(0) if st.stacked else None, steps, stop_n))
     for size, y in zip(nit_sizes, traces):
         whole = _same(size, n_var)  # what scan() builds; a while loop's shorter trace too
-        outputs.append(y if whole else _last_rows(ctx, y, 0, ctx.cast(ctx.get(size), INT64), steps))
+        outputs.append(y if whole else _final_rows(ctx, y, 0, ctx.cast(ctx.get(size), INT64), steps, stop_n))
     outputs += list(finals)
     return outputs
 
@@ -177,38 +180,57 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
 class _MitMot:
     """One mit-mot output (``grad`` of a scan builds them: the backward
     scan accumulates gradients into rows it reads on later steps): its
-    whole buffer is a carried value. ``Scan.perform`` (``pytensor/scan/op.py``)
-    keeps a position ``pos = i + p`` per output, starting at
-    ``p = -min(in_taps) % S`` (``Scan.mintaps``); at step ``i`` it reads tap
-    ``t`` at row ``(pos + t) % S`` of the ``S``-row buffer and, after the
-    step, writes out-tap ``o``'s value to row ``pos + o`` (the buffers
-    ``grad`` builds have ``S >= n + max(taps) - min(taps)`` rows); the Scan's
-    output is the buffer after the last step. A second derivative's scan
-    reads taps ``(-1, 0)``: ``p = 1``.
+    whole buffer is a carried value.
+
+    ``Scan.perform`` (``pytensor/scan/op.py``) keeps a position per output,
+    ``pos = (-mintaps + i) % S`` at step ``i`` for an ``S``-row buffer
+    (``Scan.mintaps`` is ``min(in_taps)``; "The current position of each
+    output", advanced by ``pos = (pos + 1) % store``). Step ``i`` reads tap
+    ``t`` at row ``(pos + t) % S`` and, after the step, writes out-tap
+    ``o``'s value at ``output[pos + o]``: no modulo, so NumPy's negative
+    indices wrap and a row past the end raises. Both are row
+    ``(i - min(in_taps) + o) % S`` wherever PyTensor runs (``_row``), for
+    any taps, negative or positive, and any ``S``; reads come before
+    writes, and out-taps are written in their order. Unlike the other
+    outputs, a mit-mot buffer is neither rotated nor zero-filled at the
+    end: the Scan's output is the buffer after the last step (the input
+    buffer itself when no step runs). The gather/scatter rows are written
+    once, in the loop body; ``scan-unroll`` copies them per step, where
+    the constant step number folds them.
+
+    Taps PyTensor builds: the first gradient of a sit-sot reads
+    ``(0, 1)`` and writes ``(1,)``; a second derivative's scan reads
+    ``(-1, 0)`` and writes ``(0, -1)`` (``pos`` starts at row 1); of a
+    mit-sot ``(-3, -1)``, ``(0, 3, 1)`` / ``(3, 1)`` then ``(-3, -1, 0)`` /
+    ``(0, -3, -1)``.
 
     Attributes:
         buffer: the outer buffer (PyTensor variable).
         in_taps, out_taps: ``Scan.info.mit_mot_in_slices`` and ``..._out_slices`` entries.
         carried: the body input holding the buffer.
+        start: ``-min(in_taps)``, the unreduced position of step 0.
     """
 
     def __init__(self, ctx: LoweringContext, body: Body, buf, i: Value, in_taps: tuple, out_taps: tuple,
                  inner_taps: list):
         self.buffer, self.in_taps, self.out_taps = buf, in_taps, out_taps
         self.carried = body.input(ctx.get(buf).type, buf.name or "mit_mot")
+        self.start = -min(in_taps)
         b = body.ctx
-        self.start = -min(in_taps)  # p: the buffer row of step 0's tap 0
-        rows = b.add("gather", [b.add("shape", [self.carried]), b.scalar(0, INT64)], {"axis": 0})
+        self._rows = b.add("gather", [b.add("shape", [self.carried]), b.scalar(0, INT64)], {"axis": 0})
         for t, inner in zip(in_taps, inner_taps):
-            at = b.add("mod", [b.add("add", [i, b.scalar(self.start + t, INT64)]), rows]) if self.start + t else i
-            b.values[inner] = b.add("gather", [self.carried, at], {"axis": 0}, name=inner.name)
+            b.values[inner] = b.add("gather", [self.carried, self._row(b, i, t)], {"axis": 0}, name=inner.name)
+
+    def _row(self, b: LoweringContext, i: Value, tap: int) -> Value:
+        """The buffer row tap ``tap`` reads or writes at step ``i``: ``(i + start + tap) % S``."""
+        shift = self.start + tap
+        return b.add("mod", [b.add("add", [i, b.scalar(shift, INT64)]) if shift else i, self._rows])
 
     def write(self, body: Body, i: Value, values: list[Value]) -> Value:
-        """The buffer after the step: row ``i + o`` set to the out-tap's value, in tap order."""
+        """The buffer after the step: each out-tap's row set to its value, in tap order."""
         b, buf = body.ctx, self.carried
         for o, value in zip(self.out_taps, values):
-            row = b.add("add", [i, b.scalar(self.start + o, INT64)]) if self.start + o else i
-            index = b.add("unsqueeze", [row], {"axes": [0, 1]})
+            index = b.add("unsqueeze", [self._row(b, i, o)], {"axes": [0, 1]})
             buf = b.add("scatter_nd", [buf, index, b.add("unsqueeze", [b.cast(value, buf.dtype)], {"axes": [0]})])
         return buf
 
@@ -270,36 +292,69 @@ class _State:
         for t, inner in zip(taps, inner_taps):
             body.ctx.values[inner] = self.registers[m + t]
 
-    def output(self, ctx: LoweringContext, finals: list[Value], trace: Value | None, steps: Value) -> Value:
-        """The Scan output (outer graph): the last ``S`` rows of the initial
-        rows followed by ``trace`` (the stacked per-step values; None when
-        not stacked), given the final registers and the number of steps run."""
+    def output(self, ctx: LoweringContext, finals: list[Value], trace: Value | None, steps: Value,
+               n: Value | None) -> Value:
+        """The Scan output (outer graph): ``_final_rows`` of the initial rows
+        followed by ``trace`` (the stacked per-step values; None when not
+        stacked), given the final registers, the number of steps run and,
+        for a while scan, its step count ``n``."""
         if trace is None:  # S <= m: the last S registers
             rows = [ctx.add("unsqueeze", [r], {"axes": [0]}) for r in finals[self.m - self.static_size:]]
             return rows[0] if len(rows) == 1 else ctx.add("concat", rows, {"axis": 0})
+        if not all(isinstance(d, (int, str)) for d in trace.shape[1:]):
+            # a loop that ran no step stacks (0, 0, ...) where a step's dims are unknown
+            row_shape = ctx.add("slice", [ctx.add("shape", [self.rows]), ctx.i64([1]), ctx.i64([INT64_MAX]),
+                                          ctx.i64([1])], {"axes": [0]})
+            trace = ctx.add("reshape", [trace, ctx.add("concat", [ctx.i64([-1]), row_shape], {"axis": 0})])
         full = ctx.add("concat", [self.rows, trace], {"axis": 0})
         if self.full:
             return full
         size = (ctx.cast(ctx.get(self.size_var), INT64) if self.size_var is not None else
                 ctx.add("gather", [ctx.add("shape", [ctx.get(self.buffer)]), ctx.scalar(0, INT64)], {"axis": 0}))
-        return _last_rows(ctx, full, self.m, size, steps)
+        return _final_rows(ctx, full, self.m, size, steps, n)
 
 
-def _last_rows(ctx, full: Value, m: int, size: Value, steps: Value) -> Value:
-    """``full[max(m + steps - size, 0):]``: the last ``size`` rows of
-    ``full``, whose ``m + steps`` rows are ``m`` initial rows and one per
-    step run (``Scan.perform``'s circular buffer, rotated), or all of them
-    when ``size`` is larger (a while scan that stopped early)."""
-    if steps.const is not None and size.const is not None:
-        start = max(m + int(steps.const) - int(size.const), 0)
-        if start == 0:
-            return full
-        begin = ctx.i64([start])
-    else:
-        length = ctx.add("add", [steps, ctx.scalar(m, INT64)]) if m else steps
-        start = ctx.add("maximum", [ctx.add("sub", [length, size]), ctx.scalar(0, INT64)])
-        begin = ctx.add("unsqueeze", [start], {"axes": [0]})
-    return ctx.add("slice", [full, begin, ctx.i64([INT64_MAX]), ctx.i64([1])], {"axes": [0]})
+def _final_rows(ctx, full: Value, m: int, size: Value, steps: Value, n: Value | None = None) -> Value:
+    """What ``Scan.perform`` returns for a mit-sot, sit-sot or nit-sot
+    buffer of ``S`` rows (``size``), given the output's trace ``full``: its
+    ``m`` initial rows, then one row per step run (``L = m + steps`` rows);
+    ``n`` is a while scan's step count (None for other scans).
+
+    * ``S <= L``: the last ``S`` rows (the buffer is written circularly and
+      rotated at the end: "Check if you need to re-order output buffers");
+    * ``S > L``: the ``L`` rows, then ``S - L`` rows of zeros
+      (``output[i - mintaps:] = 0``: the sequence gradients of a backward
+      scan that ``truncate_gradient`` shortened keep the forward length);
+      a while scan that stopped after ``steps < n`` then drops its last
+      ``n - steps`` rows (``output[:-(n_steps - i)]``).
+
+    A buffer of ``n + m`` rows, what ``scan()`` builds, gives the ``L``
+    rows in both cases. When no step runs, ``Scan.perform`` returns the
+    buffer unchanged: its rows past ``m`` are ``AllocEmpty``'s (unset)
+    memory in the buffers ``scan()`` builds, zeros here."""
+    if size.const is not None and steps.const is not None and n is None:
+        length, rows = m + int(steps.const), int(size.const)
+        if rows <= length:
+            start = length - rows
+            return full if start == 0 else ctx.add("slice", [full, ctx.i64([start]), ctx.i64([INT64_MAX]),
+                                                             ctx.i64([1])], {"axes": [0]})
+    zero = ctx.scalar(0, INT64)
+    length = ctx.add("add", [steps, ctx.scalar(m, INT64)]) if m else steps
+    pad = ctx.add("maximum", [ctx.add("sub", [size, length]), zero])
+    row_shape = ctx.add("slice", [ctx.add("shape", [full]), ctx.i64([1]), ctx.i64([INT64_MAX]), ctx.i64([1])],
+                        {"axes": [0]})
+    zeros = ctx.add("expand", [ctx.scalar(0, full.dtype),
+                               ctx.add("concat", [ctx.add("unsqueeze", [pad], {"axes": [0]}), row_shape],
+                                       {"axis": 0})])
+    padded = ctx.add("concat", [full, zeros], {"axis": 0})
+    start = ctx.add("maximum", [ctx.add("sub", [length, size]), zero])
+    stop = ctx.i64([INT64_MAX])
+    if n is not None:
+        trimmed = ctx.add("sub", [size, ctx.add("sub", [n, steps])])
+        stop = ctx.add("unsqueeze", [ctx.add("where", [ctx.add("gt", [size, length]), trimmed,
+                                                       ctx.scalar(INT64_MAX, INT64)])], {"axes": [0]})
+    return ctx.add("slice", [padded, ctx.add("unsqueeze", [start], {"axes": [0]}), stop, ctx.i64([1])],
+                   {"axes": [0]})
 
 
 def _placed_initial_rows(ctx, buf, m: int):

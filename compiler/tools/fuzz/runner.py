@@ -45,8 +45,11 @@ import onnxruntime as ort
 from compiler import compile_to_onnx
 from compiler.lowering.errors import UnsupportedOpsError
 from compiler.tools.fuzz.generate import Program, generate
+from compiler.tools.fuzz.scan_grads import generate_scan_grad
 
 ORDER = ["crash", "mismatch", "known", "pytensor-error", "unsupported", "match", "invalid"]
+# Program generators by family: seed, max_steps -> Program.
+FAMILIES: dict[str, Callable[[int, int], Program]] = {"ops": generate, "scan-grad": generate_scan_grad}
 FAILURES = ("crash", "mismatch")
 
 
@@ -528,7 +531,7 @@ def _mark(stage: int) -> None:
         _stage.value = stage
 
 
-def _worker(conn, backend: str, stage) -> None:
+def _worker(conn, backend: str, stage, family: str) -> None:
     global _stage
     _stage = stage
     while True:
@@ -538,7 +541,7 @@ def _worker(conn, backend: str, stage) -> None:
             return
         if request[0] == "run":
             _, seed, max_steps = request
-            r = run_case(generate(seed, max_steps), backend)
+            r = run_case(FAMILIES[family](seed, max_steps), backend)
         else:
             _, r, budget_s = request
             r = _shrunk(r, backend, budget_s)
@@ -549,9 +552,10 @@ class _Isolated:
     """Cases run in a forked child; a child that dies or hangs is a crash,
     unless it hung in PyTensor's reference (``pytensor-error``)."""
 
-    def __init__(self, timeout_s: float, backend: str):
+    def __init__(self, timeout_s: float, backend: str, family: str = "ops"):
         self.timeout_s = timeout_s
         self.backend = backend
+        self.family = family
         self.proc = None
         self.hung_in = 0
 
@@ -559,7 +563,8 @@ class _Isolated:
         ctx = multiprocessing.get_context("fork")
         self.conn, child = ctx.Pipe()
         self.stage = ctx.Value("i", 0, lock=False)
-        self.proc = ctx.Process(target=_worker, args=(child, self.backend, self.stage), daemon=True)
+        self.proc = ctx.Process(target=_worker, args=(child, self.backend, self.stage, self.family),
+                                daemon=True)
         self.proc.start()
 
     def run(self, seed: int, max_steps: int) -> CaseResult:
@@ -569,8 +574,8 @@ class _Isolated:
             return r
         if r.startswith("no result") and self.hung_in == REFERENCE:
             return CaseResult("pytensor-error", "", f"PyTensor's reference did not finish ({r})",
-                              generate(seed, max_steps))
-        return CaseResult("crash", "", r, generate(seed, max_steps))
+                              FAMILIES[self.family](seed, max_steps))
+        return CaseResult("crash", "", r, FAMILIES[self.family](seed, max_steps))
 
     def shrink(self, r: CaseResult, budget_s: float) -> CaseResult:
         """``r`` shrunk in the child (``_shrunk``); ``r`` itself, with a note,
@@ -631,10 +636,13 @@ class FuzzReport:
 
 def fuzz(seed: int, n: int, *, max_steps: int = 6, isolate: bool = False, shrink_failures: bool = True,
          timeout_s: float = 300.0, backend: str = "default", shrink_budget_s: float = 60.0,
-         log: Callable[[str], None] | None = None) -> FuzzReport:
+         log: Callable[[str], None] | None = None, family: str = "ops") -> FuzzReport:
     """Run the programs of seeds ``seed .. seed+n-1``.
 
     Args:
+        family: the program generator (``FAMILIES``): ``"ops"`` (random op
+            chains, ``generate``) or ``"scan-grad"`` (a random scan and its
+            nested gradients, ``generate_scan_grad``).
         isolate: run each case in a child process so that a hard crash of
             onnxruntime (or a hang past ``timeout_s``) is classified as
             ``crash`` instead of ending the run.
@@ -652,10 +660,12 @@ def fuzz(seed: int, n: int, *, max_steps: int = 6, isolate: bool = False, shrink
     explained: Counter = Counter()
     explained_seeds: dict = {}
     failures, pytensor_errors = [], []
-    runner = _Isolated(timeout_s, backend) if isolate else None
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {sorted(FAMILIES)}, got {family!r}")
+    runner = _Isolated(timeout_s, backend, family) if isolate else None
     try:
         for s in range(seed, seed + n):
-            r = runner.run(s, max_steps) if runner else run_case(generate(s, max_steps), backend)
+            r = runner.run(s, max_steps) if runner else run_case(FAMILIES[family](s, max_steps), backend)
             counts[r.kind] += 1
             if r.kind == "known":
                 explained[r.explanation] += 1

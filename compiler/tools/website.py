@@ -59,7 +59,7 @@ ORT_WEB_VERSION = "1.30.0"
 ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
 ORT_DIR_ENV = "PYTENSOR_ONNX_ORT_DIR"
 ASSETS = Path(__file__).parent / "web_assets"
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 class OrtWebNotFound(RuntimeError):

@@ -28,7 +28,7 @@ unrolled over its offsets: ``conv_f64_gathered`` builds the same im2col
 matrix by gathering the windows. Per spatial axis of size ``n`` (padded),
 kernel size ``k``, stride ``s`` and dilation ``d``, the int64 indices
 ``o * s + j * d`` (``o`` an output position, ``j`` a kernel offset: a
-``(out, k)`` matrix from two ``Range``\ s) gather ``x`` along that axis;
+``(out, k)`` matrix from two ``Range`` ops) gather ``x`` along that axis;
 a Transpose puts the offsets before the positions, and the same MatMul as
 ``im2col`` takes one float64 dot product of ``C/g * K`` terms per output
 element. It is exact in the same sense: float64 products and sums only,

@@ -99,10 +99,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ir import DType, Graph, Node, Value, symbolic
-from passes.base import Pass, register_pass
+from ir import DType, Node, Value, symbolic
+from passes.base import register_pass
 from passes.shape_facts import elements, known_shape
-from passes.pattern import (Const, Match, Op, Rewriter, Rule, RuleSet, Var, all_equal, apply_rules, producer,
+from passes.rewrite import (Const, Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var, all_equal, producer,
                             single_use)
 
 OPEN_END = 2 ** 62  # slice ends at least this large are "to the end" (PyTensor writes INT64_MAX)
@@ -569,7 +569,7 @@ EXACT_SUM_RULES = rules(narrow_sums=False)
 
 @register_pass
 @dataclass(frozen=True)
-class PoolRecovery(Pass):
+class PoolRecovery(RuleSetPass):
     """Recover pooling ops (see the module docstring).
 
     Attributes:
@@ -581,5 +581,5 @@ class PoolRecovery(Pass):
     name = "pool-recovery"
     narrow_sums: bool = True
 
-    def run(self, graph: Graph) -> bool:
-        return apply_rules(graph, RULES if self.narrow_sums else EXACT_SUM_RULES)
+    def rule_set(self) -> RuleSet:
+        return RULES if self.narrow_sums else EXACT_SUM_RULES

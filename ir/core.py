@@ -314,6 +314,18 @@ class Graph:
                 while node is not None and node.graph is not self:
                     node = node._next
 
+    def __reversed__(self) -> Iterator[Node]:
+        """Nodes last to first; safe against erasing the current node and
+        inserting nodes anywhere. Nodes inserted just before the current
+        node are visited next, also when it is erased (it is left through
+        the predecessor it had when it was erased)."""
+        node = self._tail
+        while node is not None:
+            yield node
+            node = node._prev
+            while node is not None and node.graph is not self:  # erased: its predecessor when it was
+                node = node._prev
+
     @property
     def nodes(self) -> list[Node]:
         """A snapshot list of the nodes in program order."""

@@ -1,15 +1,18 @@
-"""Graph transforms every pass and the lowering share: deep copy, inlining
-a closed body, fresh names that avoid nested graphs, dead-code removal, a
-walk over a graph and all its nested graphs, a stable topological re-sort,
-and the size limit of compile-time evaluation. All are linear (the sort
-n log n) in the size of what they touch.
+"""Graph transforms every pass and the lowering share: the walk over a
+graph and all its nested graphs (``walk``, node by node with hooks that
+carry context; ``walk_graphs``/``walk_scopes``, graph by graph), deep copy,
+inlining a closed body, fresh names that avoid nested graphs, dead-code
+removal, a stable topological re-sort, and the size limit of compile-time
+evaluation. All are linear (the sort n log n) in the size of what they
+touch. Passes reach nested graphs only through these walks
+(``tests/architecture`` checks that no pass iterates ``node.subgraphs``).
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Set as AbstractSet
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ir import symbolic as sym
 from ir.core import Graph, Node, Value
@@ -19,6 +22,63 @@ FOLD_MAX_ELEMENTS = 65536
 the ``constant-folding`` pass's default and the lowering's evaluation of
 constant PyTensor subgraphs. Larger results stay computations, so a model
 never swells with folded weights."""
+
+
+EnterHook = Callable[[Graph, Any], Any]
+
+
+def walk(graph: Graph, *, enter: EnterHook | None = None, exit: Callable[[Graph, Any], None] | None = None,
+         descend: Callable[[Node], bool] | None = None, reverse: bool = False,
+         bodies_first: bool = False) -> Iterator[tuple[Node, Any]]:
+    """Every node of ``graph`` and of the graphs nested in it, at any depth,
+    each as ``(node, context)``: the scoped walk of every pass that carries
+    something down into nested graphs (as onnx_ir's
+    ``RecursiveGraphIterator(enter_graph=, exit_graph=)``).
+
+    Args:
+        graph: the outermost graph; it may change while walked (see below).
+        enter: ``enter(g, outer)`` is called when the walk starts on graph
+            ``g`` (``outer``: the context of the graph enclosing ``g``, None
+            for ``graph``); what it returns is ``g``'s context, yielded with
+            every node of ``g`` and passed as ``outer`` to ``g``'s nested
+            graphs (reserved names, a name prefix, positions). Default: None.
+        exit: ``exit(g, context)`` is called when ``g``'s nodes are done.
+        descend: whether to walk the nested graphs of a node (default: all),
+            e.g. only those holding an op the pass rewrites
+            (``Graph.contains_op``).
+        reverse: each graph's nodes last to first (``Graph.__reversed__``):
+            nodes a rewrite inserts before the current node are visited next.
+        bodies_first: a node's nested graphs are walked before the node is
+            yielded (a ``loop``'s type rule reads its body's types);
+            otherwise after it, and only if it is still in its graph (a
+            node the pass replaced has no bodies left to visit).
+
+    Each graph's nodes are visited like ``for node in g`` (or reversed): a
+    pass may erase the current node and insert nodes anywhere. Costs O(1)
+    per node visited plus the hooks.
+    """
+    return _walk(graph, None, enter, exit, descend, reverse, bodies_first)
+
+
+def holds(*ops: str) -> Callable[[Node], bool]:
+    """A ``descend`` test for ``walk``: whether a graph nested in the node
+    holds a node with one of ``ops``, at any depth (``Graph.contains_op``:
+    O(1) per graph, no node visited)."""
+    return lambda node: any(sub.contains_op(*ops) for sub in node.subgraphs.values())
+
+
+def _walk(g: Graph, outer: Any, enter, exit, descend, reverse: bool, bodies_first: bool):
+    context = enter(g, outer) if enter is not None else None
+    for node in (reversed(g) if reverse else g):
+        if bodies_first and node.subgraphs and (descend is None or descend(node)):
+            for sub in tuple(node.subgraphs.values()):
+                yield from _walk(sub, context, enter, exit, descend, reverse, bodies_first)
+        yield node, context
+        if not bodies_first and node.subgraphs and node.graph is g and (descend is None or descend(node)):
+            for sub in tuple(node.subgraphs.values()):
+                yield from _walk(sub, context, enter, exit, descend, reverse, bodies_first)
+    if exit is not None:
+        exit(g, context)
 
 
 def walk_graphs(graph: Graph) -> Iterator[Graph]:

@@ -139,10 +139,10 @@ def refine_types(graph: Graph, bounds: sym.Bounds) -> None:
     """Refine the dims of every node output of ``graph`` (top level) by the
     size facts ``bounds`` (``ir.symbolic.refine``: ``abs(H-3)+1`` is ``H-2``
     given ``H >= 3``). Only for facts that hold wherever ``graph`` runs to
-    its end (a node needs them, or fails). Linear in the graph's size."""
+    its end (a node needs them, or fails). Every type is refined alike, so
+    the types stay consistent with the type rules. Linear in the graph's size."""
     if not bounds:
         return
-    graph.forget_changes()  # types change in place: an incremental shape-inference must redo everything
     for node in graph:
         for v in node.outputs:
             shape = v.type.shape
@@ -264,7 +264,10 @@ def inline(target: Graph, body: Graph, args: Sequence[Value | None], *, before: 
     ``nested_names(target)``); pass the same ``constants`` dict (body
     constant -> target value) to several calls to make them once.
     Copied nodes keep their own origins, else get ``origins``, and are appended
-    to ``created`` when given. Linear in the body's size.
+    to ``created`` when given. They keep the body's types, refined where an
+    argument's type differs from its body input's (the body's dims are its
+    own names, an argument may know them: ``Graph.reinfer``). Linear in the
+    body's size.
     """
     if len(args) != len(body.inputs):
         raise ValueError(f"graph @{body.name} takes {len(body.inputs)} inputs, got {len(args)}")
@@ -275,6 +278,8 @@ def inline(target: Graph, body: Graph, args: Sequence[Value | None], *, before: 
             name = prefix + c.name.rsplit(".", 1)[-1]
             constants[c] = add_fresh_constant(target, c.const, name, reserved or set(), c.type)
         env[c] = constants[c]
+    retype = {v for v, a in zip(body.inputs, args) if a is not None and a.type != v.type}
+    stale: list[Node] = []  # copies reading an argument of another type than their body input's
     for node in body:
         clone = _clone_node(target, node, [env[v] for v in node.inputs])
         clone.origins = node.origins or origins
@@ -284,7 +289,11 @@ def inline(target: Graph, body: Graph, args: Sequence[Value | None], *, before: 
             target.insert_before(before, clone)
         if created is not None:
             created.append(clone)
+        if retype and any(v in retype for v in node.inputs):
+            stale.append(clone)
         env.update(zip(node.outputs, clone.outputs))
+    if stale:
+        target.reinfer(stale)
     return [env[v] for v in body.outputs]
 
 

@@ -386,6 +386,7 @@ class ActivationMatching(Pass):
     """
 
     name = "relu-silu"
+    visits_nested_graphs = True
     exact_special_values: bool = False
 
     def run(self, graph: Graph) -> bool:

@@ -27,8 +27,8 @@ the same reason. Nodes with subgraphs (control flow) are never merged with
 each other, but each nested body gets the same treatment on its own
 (``ir.transforms.walk_graphs``; no value crosses a graph boundary), and
 graph inputs are never merged. One forward walk per graph with a hash
-table: O(nodes + constant bytes); a later run compares the constants again
-only if one was added since (``Graph.constants_added``).
+table: O(nodes + the bytes of the constants that share a dtype and shape
+with another).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Hashable
-from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -57,6 +56,7 @@ class CommonSubexpressionElimination(Pass):
     module docstring). ``run`` returns True if anything was merged."""
 
     name = "cse"
+    visits_nested_graphs = True
 
     def run(self, graph: Graph) -> bool:
         changed = False
@@ -65,18 +65,9 @@ class CommonSubexpressionElimination(Pass):
         return changed
 
 
-# graph -> ``Graph.constants_added`` when ``_merge_constants`` last left its constants pairwise distinct
-_DISTINCT: WeakKeyDictionary[Graph, int] = WeakKeyDictionary()
-
-
 def _merge_in(graph: Graph) -> bool:
-    """CSE within ``graph``'s own nodes and constants. The constants are
-    compared again only when one was added since they were last found
-    pairwise distinct (removing constants keeps them so)."""
-    changed = False
-    if _DISTINCT.get(graph) != graph.constants_added:
-        changed = _merge_constants(graph)
-        _DISTINCT[graph] = graph.constants_added
+    """CSE within ``graph``'s own nodes and constants."""
+    changed = _merge_constants(graph)
     seen: dict[Hashable, Any] = {}
     kinds: dict[str, tuple[bool, bool]] = {}  # op -> (mergeable, commutative), read once per op
     for node in graph:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ir import Value, symbolic
-from passes.base import register_pass
+from passes.base import TYPES, register_pass
 from passes.shape_facts import DimOf, dim_source, elements
 from passes.rewrite import Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var
 
@@ -101,4 +101,5 @@ class FlattenRecovery(RuleSetPass):
     """Turn rank-2 flattening reshapes into flatten (see the module docstring)."""
 
     name = "flatten-recovery"
+    requires = (TYPES,)  # compares sizes read from dims (dim_source)
     rules = RULES

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ir import Value
-from passes.base import register_pass
+from passes.base import TYPES, register_pass
 from passes.shape_facts import dim_source
 from passes.rewrite import Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var
 
@@ -83,4 +83,5 @@ class GemmFusion(RuleSetPass):
 
     name = "gemm-fusion"
     after = ("flatten-recovery",)  # the flatten is the gemm's 2-D operand
+    requires = (TYPES,)  # compares the addend's sizes with the product's (dim_source)
     rules = RULES

@@ -44,7 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ir import Value, symbolic
-from passes.base import register_pass
+from passes.base import TYPES, register_pass
 from passes.shape_facts import DimOf, dim_source, elements
 from passes.rewrite import Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var
 
@@ -104,4 +104,5 @@ class ResizeRecovery(RuleSetPass):
     """Recover nearest upsampling from PyTensor's repeat (see the module docstring)."""
 
     name = "resize-recovery"
+    requires = (TYPES,)  # compares sizes read from dims (dim_source)
     rules = RULES

@@ -43,7 +43,7 @@ import numpy as np
 from ir import Graph, Node, Value
 from ir.transforms import add_fresh_constant, walk_scopes
 from ir.types import DType
-from passes.base import Pass, register_pass
+from passes.base import TYPES, Pass, register_pass
 from passes.shape_facts import ShapeValues, is_static, tracked
 
 
@@ -55,6 +55,7 @@ class ShapeFolding(Pass):
 
     name = "shape-folding"
     after = ("shape-inference",)  # folds what the inferred types determine
+    requires = (TYPES,)
     visits_nested_graphs = True
 
     def run(self, graph: Graph) -> bool:

@@ -1,6 +1,5 @@
-"""``cse`` compares a graph's constants again only when one was added since
-they were last found pairwise distinct (``Graph.constants_added``): a
-constant added later is still merged; removals change nothing."""
+"""``cse`` on constants across runs: a constant added after a run is merged
+by the next; after a removal the constants stay distinct."""
 
 from __future__ import annotations
 
@@ -20,14 +19,6 @@ def _graph() -> Graph:
     b = g.add_constant(np.array([1.0, 2.0, 3.0], np.float32), "b")
     g.outputs = [g.add("mul", [g.add("add", [x, a]), b])]
     return g
-
-
-def test_constants_added_counts_every_added_constant():
-    g = _graph()
-    assert g.constants_added == 2
-    g.add_constant(np.zeros(2, np.float32), "z")
-    g.remove_constant(g.constants["z"])
-    assert g.constants_added == 3
 
 
 def test_a_constant_added_after_a_run_is_merged_by_the_next():

@@ -48,6 +48,7 @@ def walk(graph: Graph, *, enter: EnterHook | None = None, exit: Callable[[Graph,
             (``Graph.contains_op``).
         reverse: each graph's nodes last to first (``Graph.__reversed__``):
             nodes a rewrite inserts before the current node are visited next.
+            A node's nested graphs are walked in their order either way.
         bodies_first: a node's nested graphs are walked before the node is
             yielded (a ``loop``'s type rule reads its body's types);
             otherwise after it, and only if it is still in its graph (a

@@ -693,3 +693,37 @@ def test_single_use_counts_readers_and_graph_outputs():
     assert not single_use(n)                                          # one reader, but a graph output
     assert producer(n, "neg") is n.producer and producer(n, "neg", single=True) is None
     assert producer(m, "exp") is None
+
+
+# -- any_input: some operand, at any position, matches --------------------------------
+def _concat_of(third: str) -> str:
+    return f"""
+        graph @main(%x: f32[2], %y: f32[2]) {{
+          %a: f32[2] = abs(%x)
+          %e: f32[2] = {third}(%y)
+          %c: f32[6] = concat(%a, %x, %e) {{axis=0}}
+          return %c
+        }}"""
+
+
+def test_any_input_matches_an_operand_at_any_position_and_binds_nothing():
+    seen = []
+
+    def record(rw, m):
+        seen.append(sorted(k for k in m._bindings if not isinstance(k, tuple)))
+        seen.append(len(m.nodes))
+        return "declines"
+
+    rule = Rule("concat-reads-exp", Op("concat", rest=Var(), any_input=Op("exp", Var("inner"), single_use=False)),
+                record)
+    rewrite([rule], _concat_of("exp"), None)
+    assert seen == [[], 1]  # matched through the third operand; neither the exp node nor its input is bound
+
+
+def test_any_input_fails_with_each_operands_reason():
+    rule = Rule("concat-reads-exp", Op("concat", rest=Var(), any_input=Op("exp", Var())), lambda rw, m: "declines")
+    trace: list[Miss] = []
+    rewrite([rule], _concat_of("sin"), None, trace=trace)
+    assert [m.reason for m in trace] == ["no input of concat matches: %a is not produced by exp; "
+                                         "%x is not produced by exp; %e is not produced by exp"]
+    assert rule.requires == (frozenset({"concat", "exp"}),) and rule.child_ops == frozenset({"exp"})

@@ -30,6 +30,8 @@ After::
     %a1: f64[21] = add(%y_distinct, %alpha)
     %g1: f64[21] = gammaln(%a1)
     %g: f64[10000] = gather(%g1, %y_index) {axis=0}
+
+Every nested graph is rewritten on its own (``ir.transforms.walk_scopes``).
 """
 
 from __future__ import annotations

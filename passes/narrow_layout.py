@@ -42,6 +42,8 @@ After::
     %yt: f64[2,N] = transpose(%y) {perm=[1, 0]}
     %d2: f64[2,N] = sub(%yt, %m)
     %s: f64[N] = reduce_sum(%d2) {axes=[0], keepdims=false}
+
+Every nested graph is rewritten on its own (``ir.transforms.walk_scopes``).
 """
 
 from __future__ import annotations

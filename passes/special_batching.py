@@ -32,6 +32,8 @@ After::
     %a, %s: f64[1], f64[1] = split(%g, %sizes) {axis=0, num_outputs=2}
     %b: f64[] = reshape(%s, %scalar)
     %u: f64[1] = mul(%a, %k)
+
+Every nested graph is batched on its own (``ir.transforms.walk_scopes``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,12 @@
 """``cse`` on constants across runs: a constant added after a run is merged
-by the next; after a removal the constants stay distinct."""
+by the next; after a removal the constants stay distinct; large constants
+(keyed by a digest, compared only when their ends agree) merge exactly when
+their bytes are equal."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from ir import DType, Graph, TensorType
 from ir.printer import print_graph
@@ -44,3 +47,27 @@ def test_after_a_removal_the_constants_stay_distinct_and_are_not_merged():
     g.remove_constant(d)
     assert CSE.run(g) is False
     assert list(g.constants) == ["a"]
+
+
+def _large_pair(b_array: np.ndarray) -> Graph:
+    g = Graph()
+    x = g.add_input(TensorType(DType.FLOAT32, (2000,)), "x")
+    a = g.add_constant(np.arange(2000, dtype=np.float32), "a")
+    b = g.add_constant(b_array, "b")
+    g.outputs = [g.add("mul", [g.add("add", [x, a]), b])]
+    return g
+
+
+def test_large_constants_merge_when_their_bytes_are_equal():
+    g = _large_pair(np.arange(2000, dtype=np.float32))  # 8000 bytes: keyed by a digest
+    assert CSE.run(g) is True
+    assert list(g.constants) == ["a"]
+
+
+@pytest.mark.parametrize("where", [0, 1000, 1999])
+def test_large_constants_differing_anywhere_stay_apart(where):
+    other = np.arange(2000, dtype=np.float32)
+    other[where] = -1.0  # the ends, or only the middle, differ
+    g = _large_pair(other)
+    assert CSE.run(g) is False
+    assert list(g.constants) == ["a", "b"]

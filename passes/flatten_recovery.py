@@ -35,8 +35,8 @@ from typing import Any
 
 from ir import Value, symbolic
 from passes.base import TYPES, register_pass
-from passes.shape_facts import DimOf, dim_source, elements
 from passes.rewrite import Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var
+from passes.shape_facts import DimOf, dim_source, elements
 
 INFERRED = -1  # the reshape target entry NumPy infers
 

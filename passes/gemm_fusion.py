@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 from ir import Value
 from passes.base import TYPES, register_pass
-from passes.shape_facts import dim_source
 from passes.rewrite import Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var
+from passes.shape_facts import dim_source
 
 
 def matmul_add(rw: Rewriter, m: Match) -> Value | str:

@@ -101,9 +101,9 @@ import numpy as np
 
 from ir import DType, Node, Value, symbolic
 from passes.base import TYPES, register_pass
-from passes.shape_facts import elements
 from passes.rewrite import (Const, Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var, all_equal, producer,
                             single_use)
+from passes.shape_facts import elements
 
 OPEN_END = 2 ** 62  # slice ends at least this large are "to the end" (PyTensor writes INT64_MAX)
 

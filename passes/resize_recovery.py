@@ -45,8 +45,8 @@ from dataclasses import dataclass
 
 from ir import Value, symbolic
 from passes.base import TYPES, register_pass
-from passes.shape_facts import DimOf, dim_source, elements
 from passes.rewrite import Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var
+from passes.shape_facts import DimOf, dim_source, elements
 
 
 def repeat(rw: Rewriter, m: Match) -> Value | str:

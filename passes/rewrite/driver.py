@@ -20,9 +20,9 @@ from ir import Graph, Node, Value
 from ir.core import merge_origins
 from ir.transforms import refine_types, walk_graphs, walk_scopes
 from passes.base import Pass
+from passes.rewrite.pattern import Match
 from passes.rewrite.rewriter import Rewriter, erase_dead, refines
 from passes.rewrite.rules import Rule, RuleSet
-from passes.rewrite.pattern import Match
 from passes.rewrite_log import RewriteLog, active_log
 
 log = logging.getLogger("passes.rewrite")
@@ -182,7 +182,6 @@ def _apply_in(graph: Graph, by_op: set[str], active: _ActiveRules, trace: list[M
     return changed
 
 
-
 def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None, outputs: set[Value],
          session: RewriteLog | None = None, checked: bool = False) -> Value | None:
     """Match ``rule`` on ``node`` and run its rewrite: the replacement value,
@@ -217,7 +216,6 @@ def _try(rw: Rewriter, rule: Rule, node: Node, trace: list[Miss] | None, outputs
     if session is not None:
         session.note_fired(rule.name)
     return result
-
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,13 @@ Every change to a graph goes through the methods here (``Graph.append``,
 ``Graph.erase``), which keep the use lists of values consistent. Nodes live in
 an intrusive doubly linked list, so insertion and erasure are O(1) and
 iteration (``for node in graph``) is safe while nodes are inserted or erased.
+
+The mutation API also keeps types consistent with the type rules: a new
+node's output types are inferred (``Graph.create_node``), and when
+``replace_all_uses`` gives readers a value of another type (a rewrite that
+knows more dims), their types are re-inferred, and their readers' while
+types change (``infer_node``). So no pass reads a type made stale by an
+earlier rewrite.
 """
 
 from __future__ import annotations
@@ -13,9 +20,11 @@ from typing import Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
+from ir import symbolic as sym
+from ir.errors import OpError, ShapeInferenceError
 from ir.opdef import get_op
-from ir.printer import print_graph
-from ir.types import DType, TensorType
+from ir.printer import format_graph, print_graph
+from ir.types import DType, TensorType, refine_type
 
 
 class Use(NamedTuple):
@@ -157,17 +166,12 @@ class Node:
         if not isinstance(value, Value):
             raise TypeError(f"input of {self.op} must be a Value, got {type(value).__name__}")
         use = _use(Use, (self, len(self._inputs)))
-        if self.graph is not None and self.graph._changed is not None:
-            self.graph._changed[self] = None
         self._inputs += (value,)
         value._uses[use] = None
 
     def set_input(self, index: int, value: Value) -> None:
-        """Make input ``index`` read ``value``, updating both use lists (and
-        the graph's change record, ``Graph.track_changes``)."""
-        graph = self.graph
-        if graph is not None and graph._changed is not None:
-            graph._changed[self] = None
+        """Make input ``index`` read ``value``, updating both use lists (the
+        node's types are not re-inferred: ``Graph.replace_all_uses`` does)."""
         old = self._inputs[index]
         del old._uses[(self, index)]  # a plain tuple hashes and compares as the Use
         self._inputs = self._inputs[:index] + (value,) + self._inputs[index + 1:]
@@ -181,6 +185,82 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<Node {self.op}>"
+
+
+def infer_node(node: Node, consts: Sequence | None = None, root: "Graph | None" = None) -> list[Value]:
+    """Re-run ``node``'s type rule on its inputs' current types and make each
+    output's type as precise as the rule's (``ir.types.refine_type``).
+
+    Type rules know only that sizes are >= 0; with the graph's size facts
+    (``Graph.size_bounds``: ``H >= 8``) the rule runs over the symbols
+    shifted by their bounds (``H+8``, ``H >= 0``), and the result is shifted
+    back, so a rule that must compare sizes (a slice's end with its dim)
+    can decide what the facts decide.
+
+    Args:
+        node: a node in a graph.
+        consts: what is known of each input's value, as the type rule reads
+            it (default: the constant inputs' arrays); ``shape-inference``
+            passes the symbolic contents of shape vectors.
+        root: the outermost graph, printed around the node in an error
+            (default: the node's graph).
+
+    Returns:
+        The outputs whose type changed.
+
+    Raises:
+        ShapeInferenceError: the rule rejects the inputs, or contradicts a
+            declared static dim (the message names both types and shows the
+            node's line of IR and source line).
+    """
+    inputs = node._inputs
+    types = [v.type for v in inputs]
+    if consts is None:
+        consts = [v.const for v in inputs]
+    bounds = node.graph.size_bounds if node.graph is not None else ()
+    up = {s: sym.add(s, b) for s, b in bounds if isinstance(s, str)} if bounds else None
+    if up:
+        types = [t.with_shape(tuple(_substitute(d, up) for d in t.shape)) for t in types]
+        consts = [c if c is None or c.dtype != object else _substitute_array(c, up) for c in consts]
+    try:
+        inferred = get_op(node.op).infer_types(types, node.attrs, consts, node.subgraphs)
+    except OpError as e:
+        raise _inference_error(node, root, f"the type rule rejects the inputs once their shapes are known: {e}") \
+            from None
+    if up:
+        down = {s: sym.sub(s, b) for s, b in bounds if isinstance(s, str)}
+        inferred = [t.with_shape(tuple(_substitute(d, down) for d in t.shape)) for t in inferred]
+    outputs = node.outputs
+    if len(outputs) == 1 and len(inferred) == 1 and outputs[0].type == inferred[0]:
+        return []  # the common case: nothing to refine
+    changed = []
+    for i, (out, want) in enumerate(zip(outputs, inferred, strict=True)):
+        refined = refine_type(out.type, want)
+        if refined is None:
+            raise _inference_error(node, root, f"output {i} is declared {out.type} but its inputs give {want}")
+        if refined != out.type:
+            out.type = refined
+            changed.append(out)
+    return changed
+
+
+def _substitute(d, mapping):
+    return sym.substitute(d, mapping) if isinstance(d, (str, sym.Expr)) else d
+
+
+def _substitute_array(a: np.ndarray, mapping) -> np.ndarray:
+    out = np.empty(a.shape, dtype=object)
+    out.reshape(-1)[:] = [_substitute(d, mapping) for d in a.reshape(-1)]
+    return out
+
+
+def _inference_error(node: Node, root: "Graph | None", why: str) -> ShapeInferenceError:
+    graph = root if root is not None else node.graph
+    printed = format_graph(graph) if graph is not None else None
+    line = printed.lines_of.get(node) if printed is not None else None
+    text = printed.lines[line].strip() if line is not None else node.op
+    where = f" (at {node.trace})" if node.trace else ""
+    return ShapeInferenceError(f"shape-inference: {node.op} node{where}: {why}\n  {text}", node)
 
 
 def inherit_origins(value: Value, origins: Sequence[Origin]) -> None:
@@ -235,7 +315,6 @@ class Graph:
         self.constants: dict[str, Value] = {}
         self._input_names: set[str] = set()
         self._next_suffix: dict[str, int] = {}  # keeps constant-name uniquing O(1) amortized
-        self._constants_added = 0  # see ``constants_added``
         self._head: Node | None = None
         self._tail: Node | None = None
         self._num_nodes = 0
@@ -245,7 +324,6 @@ class Graph:
         # least value), stated by rewrites whose replacement needs them (a valid conv's H >= k);
         # types and shape facts are refined by them. Not printed: losing them loses precision only.
         self.size_bounds: tuple = ()
-        self._changed: dict[Node, None] | None = None  # see ``track_changes``
 
     # -- inputs, outputs, constants ---------------------------------------
     def add_input(self, type: TensorType, name: str) -> Value:
@@ -278,17 +356,7 @@ class Graph:
         self._next_suffix[name] = i
         v = Value(t, unique, const=array)
         self.constants[unique] = v
-        self._constants_added += 1
         return v
-
-    @property
-    def constants_added(self) -> int:
-        """How many constants ``add_constant`` has added to this graph so far.
-        A constant's array never changes (it is read-only and the mutation
-        API has no way to replace it), so a fact proved of the constants
-        (``cse``: no two are equal) holds while this count is unchanged,
-        whatever was removed."""
-        return self._constants_added
 
     def remove_constant(self, value: Value) -> None:
         """Remove an unused constant. ValueError if it still has uses."""
@@ -313,6 +381,18 @@ class Graph:
                 node = nxt
                 while node is not None and node.graph is not self:
                     node = node._next
+
+    def __reversed__(self) -> Iterator[Node]:
+        """Nodes last to first; safe against erasing the current node and
+        inserting nodes anywhere. Nodes inserted just before the current
+        node are visited next, also when it is erased (it is left through
+        the predecessor it had when it was erased)."""
+        node = self._tail
+        while node is not None:
+            yield node
+            node = node._prev
+            while node is not None and node.graph is not self:  # erased: its predecessor when it was
+                node = node._prev
 
     @property
     def nodes(self) -> list[Node]:
@@ -351,25 +431,6 @@ class Graph:
                 for sub in node.subgraphs.values():
                     names |= sub.op_names()
         return names
-
-    def track_changes(self) -> None:
-        """Start (or restart) recording the nodes of this graph (top level)
-        that are inserted or get a new input through the mutation API, for
-        passes that redo only what changed (``shape-inference``'s second
-        run). Code that changes a value's type outside ``shape-inference``
-        calls ``forget_changes``."""
-        self._changed = {}
-
-    def forget_changes(self) -> None:
-        """Stop recording (``changed_nodes`` is None until ``track_changes``):
-        a change the record cannot describe happened (types refined in place)."""
-        self._changed = None
-
-    def changed_nodes(self) -> list[Node] | None:
-        """The nodes inserted or given a new input since ``track_changes``
-        (some may have been erased since), or None when nothing is being
-        recorded. O(their number)."""
-        return None if self._changed is None else list(self._changed)
 
     def create_node(self, op: str, inputs: Sequence[Value], attrs: dict[str, Any] | None = None,
                     output_types: Sequence[TensorType] | None = None, *,
@@ -437,6 +498,12 @@ class Graph:
         ``new`` instead. O(uses of ``old``); the output list is only
         rewritten when ``old`` is among the outputs (O(1) check).
 
+        Types: when ``new``'s type differs from ``old``'s (a replacement
+        that knows more dims), the readers' types are re-inferred
+        (``infer_node``), and so on downstream while a type changes; O(the
+        nodes whose type changes). ``ShapeInferenceError`` if a reader's
+        type rule rejects ``new`` or contradicts a declared static dim.
+
         Provenance: when ``old`` is a node output, ``new``'s producer adds
         ``old``'s producer's origins to its own, and the nodes computing
         ``new`` that have none yet (nodes a pass just built) get them
@@ -446,10 +513,28 @@ class Graph:
             return
         if old.producer is not None and old.producer.origins:
             inherit_origins(new, old.producer.origins)
-        for use in old.uses():
+        uses = old.uses()
+        for use in uses:
             use.node.set_input(use.index, new)
         if old in self._output_set:
             self.outputs = [new if v is old else v for v in self.outputs]
+        if uses and new.type is not old.type and new.type != old.type:
+            self.reinfer([use.node for use in uses])
+
+    def reinfer(self, nodes: Sequence[Node]) -> None:
+        """Re-infer the types of ``nodes`` of this graph (``infer_node``:
+        readers given values of other types) and of the readers of every
+        value whose type changes. O(the nodes whose type changes).
+
+        Raises:
+            ShapeInferenceError: as ``infer_node``.
+        """
+        work = list(dict.fromkeys(nodes))
+        while work:
+            node = work.pop()
+            if node.graph is self:
+                for out in infer_node(node):
+                    work.extend(use.node for use in out._uses)
 
     def is_output(self, value: Value) -> bool:
         """Whether ``value`` is one of the graph's outputs (O(1))."""
@@ -511,8 +596,6 @@ class Graph:
             nxt._prev = node
         self._num_nodes += 1
         self._op_counts[node.op] = self._op_counts.get(node.op, 0) + 1
-        if self._changed is not None:
-            self._changed[node] = None
         if node.subgraphs:
             self._nested[node] = None
 

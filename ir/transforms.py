@@ -1,15 +1,18 @@
-"""Graph transforms every pass and the lowering share: deep copy, inlining
-a closed body, fresh names that avoid nested graphs, dead-code removal, a
-walk over a graph and all its nested graphs, a stable topological re-sort,
-and the size limit of compile-time evaluation. All are linear (the sort
-n log n) in the size of what they touch.
+"""Graph transforms every pass and the lowering share: the walk over a
+graph and all its nested graphs (``walk``, node by node with hooks that
+carry context; ``walk_graphs``/``walk_scopes``, graph by graph), deep copy,
+inlining a closed body, fresh names that avoid nested graphs, dead-code
+removal, a stable topological re-sort, and the size limit of compile-time
+evaluation. All are linear (the sort n log n) in the size of what they
+touch. Passes reach nested graphs only through these walks
+(``tests/architecture`` checks that no pass iterates ``node.subgraphs``).
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Set as AbstractSet
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ir import symbolic as sym
 from ir.core import Graph, Node, Value
@@ -19,6 +22,64 @@ FOLD_MAX_ELEMENTS = 65536
 the ``constant-folding`` pass's default and the lowering's evaluation of
 constant PyTensor subgraphs. Larger results stay computations, so a model
 never swells with folded weights."""
+
+
+EnterHook = Callable[[Graph, Any], Any]
+
+
+def walk(graph: Graph, *, enter: EnterHook | None = None, exit: Callable[[Graph, Any], None] | None = None,
+         descend: Callable[[Node], bool] | None = None, reverse: bool = False,
+         bodies_first: bool = False) -> Iterator[tuple[Node, Any]]:
+    """Every node of ``graph`` and of the graphs nested in it, at any depth,
+    each as ``(node, context)``: the scoped walk of every pass that carries
+    something down into nested graphs (as onnx_ir's
+    ``RecursiveGraphIterator(enter_graph=, exit_graph=)``).
+
+    Args:
+        graph: the outermost graph; it may change while walked (see below).
+        enter: ``enter(g, outer)`` is called when the walk starts on graph
+            ``g`` (``outer``: the context of the graph enclosing ``g``, None
+            for ``graph``); what it returns is ``g``'s context, yielded with
+            every node of ``g`` and passed as ``outer`` to ``g``'s nested
+            graphs (reserved names, a name prefix, positions). Default: None.
+        exit: ``exit(g, context)`` is called when ``g``'s nodes are done.
+        descend: whether to walk the nested graphs of a node (default: all),
+            e.g. only those holding an op the pass rewrites
+            (``Graph.contains_op``).
+        reverse: each graph's nodes last to first (``Graph.__reversed__``):
+            nodes a rewrite inserts before the current node are visited next.
+            A node's nested graphs are walked in their order either way.
+        bodies_first: a node's nested graphs are walked before the node is
+            yielded (a ``loop``'s type rule reads its body's types);
+            otherwise after it, and only if it is still in its graph (a
+            node the pass replaced has no bodies left to visit).
+
+    Each graph's nodes are visited like ``for node in g`` (or reversed): a
+    pass may erase the current node and insert nodes anywhere. Costs O(1)
+    per node visited plus the hooks.
+    """
+    return _walk(graph, None, enter, exit, descend, reverse, bodies_first)
+
+
+def holds(*ops: str) -> Callable[[Node], bool]:
+    """A ``descend`` test for ``walk``: whether a graph nested in the node
+    holds a node with one of ``ops``, at any depth (``Graph.contains_op``:
+    O(1) per graph, no node visited)."""
+    return lambda node: any(sub.contains_op(*ops) for sub in node.subgraphs.values())
+
+
+def _walk(g: Graph, outer: Any, enter, exit, descend, reverse: bool, bodies_first: bool):
+    context = enter(g, outer) if enter is not None else None
+    for node in (reversed(g) if reverse else g):
+        if bodies_first and node.subgraphs and (descend is None or descend(node)):
+            for sub in tuple(node.subgraphs.values()):
+                yield from _walk(sub, context, enter, exit, descend, reverse, bodies_first)
+        yield node, context
+        if not bodies_first and node.subgraphs and node.graph is g and (descend is None or descend(node)):
+            for sub in tuple(node.subgraphs.values()):
+                yield from _walk(sub, context, enter, exit, descend, reverse, bodies_first)
+    if exit is not None:
+        exit(g, context)
 
 
 def walk_graphs(graph: Graph) -> Iterator[Graph]:
@@ -79,10 +140,10 @@ def refine_types(graph: Graph, bounds: sym.Bounds) -> None:
     """Refine the dims of every node output of ``graph`` (top level) by the
     size facts ``bounds`` (``ir.symbolic.refine``: ``abs(H-3)+1`` is ``H-2``
     given ``H >= 3``). Only for facts that hold wherever ``graph`` runs to
-    its end (a node needs them, or fails). Linear in the graph's size."""
+    its end (a node needs them, or fails). Every type is refined alike, so
+    the types stay consistent with the type rules. Linear in the graph's size."""
     if not bounds:
         return
-    graph.forget_changes()  # types change in place: an incremental shape-inference must redo everything
     for node in graph:
         for v in node.outputs:
             shape = v.type.shape
@@ -204,7 +265,10 @@ def inline(target: Graph, body: Graph, args: Sequence[Value | None], *, before: 
     ``nested_names(target)``); pass the same ``constants`` dict (body
     constant -> target value) to several calls to make them once.
     Copied nodes keep their own origins, else get ``origins``, and are appended
-    to ``created`` when given. Linear in the body's size.
+    to ``created`` when given. They keep the body's types, refined where an
+    argument's type differs from its body input's (the body's dims are its
+    own names, an argument may know them: ``Graph.reinfer``). Linear in the
+    body's size.
     """
     if len(args) != len(body.inputs):
         raise ValueError(f"graph @{body.name} takes {len(body.inputs)} inputs, got {len(args)}")
@@ -215,6 +279,8 @@ def inline(target: Graph, body: Graph, args: Sequence[Value | None], *, before: 
             name = prefix + c.name.rsplit(".", 1)[-1]
             constants[c] = add_fresh_constant(target, c.const, name, reserved or set(), c.type)
         env[c] = constants[c]
+    retype = {v for v, a in zip(body.inputs, args) if a is not None and a.type != v.type}
+    stale: list[Node] = []  # copies reading an argument of another type than their body input's
     for node in body:
         clone = _clone_node(target, node, [env[v] for v in node.inputs])
         clone.origins = node.origins or origins
@@ -224,7 +290,11 @@ def inline(target: Graph, body: Graph, args: Sequence[Value | None], *, before: 
             target.insert_before(before, clone)
         if created is not None:
             created.append(clone)
+        if retype and any(v in retype for v in node.inputs):
+            stale.append(clone)
         env.update(zip(node.outputs, clone.outputs))
+    if stale:
+        target.reinfer(stale)
     return [env[v] for v in body.outputs]
 
 

@@ -219,6 +219,29 @@ def dims_compatible(a: Dim, b: Dim) -> bool:
     return True
 
 
+def refine_type(declared: TensorType, inferred: TensorType) -> TensorType | None:
+    """``declared`` with each dim made as precise as ``inferred``'s: an int
+    for a symbol, an expression or ``?``, and a symbol or an expression for
+    ``?``; a declared symbol or expression is kept (it may be the user's name
+    for the dim). None when they contradict: another dtype or rank, or two
+    different ints."""
+    if declared == inferred:
+        return declared
+    if declared.dtype != inferred.dtype or declared.rank != inferred.rank:
+        return None
+    dims: list[Dim] = []
+    for d, i in zip(declared.shape, inferred.shape):
+        if isinstance(d, int):
+            if isinstance(i, int) and i != d:
+                return None
+            dims.append(d)
+        elif isinstance(i, int) or d is None:
+            dims.append(i)
+        else:
+            dims.append(d)
+    return TensorType(declared.dtype, tuple(dims))
+
+
 def join_dims(a: Dim, b: Dim) -> Dim:
     """The most precise dim known to equal both ``a`` and ``b`` (which are
     assumed to describe the same runtime size): an int beats a name or an

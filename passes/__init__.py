@@ -1,8 +1,8 @@
 """IR passes. ``DEFAULT_PIPELINE`` is the ordered list ``compile_to_onnx`` runs
 when no passes are given; read it top to bottom."""
 
-from passes.base import (ENTRY_POINT_GROUP, Pass, PassRecord, get_pass, register_pass, registered_passes,
-                         resolve_passes, run_pass, run_pipeline)
+from passes.base import (ANALYSES, ENTRY_POINT_GROUP, TYPES, Analyses, Pass, PassRecord, get_pass, register_pass,
+                         registered_passes, resolve_passes, run_pass, run_pipeline)
 # Importing a pass module registers its passes.
 from passes import canonicalize, constant_folding, cse, dce  # noqa: F401
 from passes import shape_folding, shape_inference  # noqa: F401
@@ -81,5 +81,5 @@ DEFAULT_PIPELINE: list[str] = [
     "shape-inference",
 ]
 
-__all__ = ["DEFAULT_PIPELINE", "ENTRY_POINT_GROUP", "Pass", "PassRecord", "get_pass", "register_pass",
-           "registered_passes", "resolve_passes", "run_pass", "run_pipeline"]
+__all__ = ["ANALYSES", "DEFAULT_PIPELINE", "ENTRY_POINT_GROUP", "TYPES", "Analyses", "Pass", "PassRecord", "get_pass",
+           "register_pass", "registered_passes", "resolve_passes", "run_pass", "run_pipeline"]

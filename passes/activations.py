@@ -154,7 +154,7 @@ import numpy as np
 from ir import Graph, Node, Value
 from ir.ops.common import normalize_axis
 from passes.base import Pass, register_pass
-from passes.pattern import AnyOf, Const, ConstEq, Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
+from passes.rewrite import AnyOf, Const, ConstEq, Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
 
 CONSTANT_ULPS = 4
 
@@ -386,6 +386,7 @@ class ActivationMatching(Pass):
     """
 
     name = "relu-silu"
+    visits_nested_graphs = True
     exact_special_values: bool = False
 
     def run(self, graph: Graph) -> bool:

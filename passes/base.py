@@ -14,6 +14,17 @@ that, when the same list holds them, must run before it (a fact it reads
 that they establish, or a rewrite that must see their result first; a
 list without them is fine). ``check_order`` rejects a list where such a
 pass appears only later, with a ``PassOrderError`` naming both.
+
+The pipeline owns the analyses passes read (``ANALYSES``; LLVM's new pass
+manager tracks preserved analyses the same way, onnx_ir's passes declare
+``requires``/``ensures``). A pass declares the analyses it ``requires``
+fresh, those it ``ensures`` (computes) and those a run that changed the
+graph ``preserves``; ``run_pipeline`` runs the pass computing a required
+analysis first when it does not hold (``Analyses``). The one analysis is
+``types``: every value has the type ``shape-inference`` gives it. The
+mutation API keeps it (``Graph.replace_all_uses`` re-infers the readers of
+a value replaced by one of another type), so every pass of this package
+preserves it; a plugin preserves nothing unless it says so.
 """
 
 from __future__ import annotations
@@ -29,20 +40,39 @@ from ir.errors import PassOrderError
 
 ENTRY_POINT_GROUP = "pytensor_onnx.passes"
 
+TYPES = "types"
+ANALYSES: dict[str, str] = {
+    # every value has the type shape-inference gives it: symbolic dims, and the dims
+    # that shape vectors' contents determine (a reshape to concat(shape(x)[0], [-1])),
+    # given the graph's size facts (new ones, ``Rewriter.assume``, decide more: it ends)
+    TYPES: "shape-inference",
+}
+"""The analyses the pipeline keeps, each with the pass that computes it."""
+
 
 @dataclass(frozen=True)
 class Pass(abc.ABC):
     """Base class of IR passes. Subclasses set ``name`` (and, if their
     place in a pipeline matters, ``after``) and implement ``run``.
 
-    ``records_changes``: the pass changes the IR only through the mutation
-    API (``Graph.create_node``/``replace_all_uses``/``erase``/..., never by
-    assigning ``Value.type``), so the graph's change record
-    (``Graph.track_changes``) still describes what changed and the next
-    ``shape-inference`` may redo only that. True for the passes of this
-    package; a pass from elsewhere (a plugin) defaults to False, and after
-    it changes a graph the pipeline ends the record (``forget_changes``):
-    the next ``shape-inference`` is a full run.
+    ``requires``: the analyses (``ANALYSES``) that must hold when ``run``
+    starts; ``run_pipeline`` runs the pass computing one that does not
+    (a pass deciding from dims that only ``shape-inference`` makes known
+    requires ``TYPES``).
+
+    ``ensures``: the analyses a run computes (``shape-inference``: ``TYPES``).
+
+    ``preserves``: the analyses that still hold after a run that changed
+    the graph. A pass that changes the IR only through the mutation API
+    (never assigning ``Value.type``) preserves ``TYPES``: the API re-infers
+    what a replacement changes. Every analysis for the passes of this
+    package; a pass from elsewhere (a plugin) defaults to none, so the
+    pipeline recomputes what a later pass requires.
+
+    ``visits_nested_graphs``: whether ``run`` rewrites the graphs nested in
+    ``graph`` (loop and if bodies) too, through the walks of
+    ``ir.transforms``; every pass of this package states it
+    (``tests/architecture``). Default False: the top-level graph only.
 
     ``deterministic``: what ``run`` does depends only on the graph and the
     pass's options (no state kept elsewhere, no randomness), and ``run``
@@ -55,14 +85,17 @@ class Pass(abc.ABC):
 
     name: ClassVar[str] = ""
     after: ClassVar[tuple[str, ...]] = ()
-    records_changes: ClassVar[bool] = False
+    requires: ClassVar[tuple[str, ...]] = ()
+    ensures: ClassVar[tuple[str, ...]] = ()
+    preserves: ClassVar[tuple[str, ...]] = ()
+    visits_nested_graphs: ClassVar[bool] = False
     deterministic: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         ours = cls.__module__.partition(".")[0] == __name__.partition(".")[0]
-        if "records_changes" not in cls.__dict__:
-            cls.records_changes = ours
+        if "preserves" not in cls.__dict__:
+            cls.preserves = tuple(ANALYSES) if ours else ()
         if "deterministic" not in cls.__dict__:
             cls.deterministic = ours
 
@@ -165,13 +198,18 @@ def check_order(passes: Sequence[Pass]) -> None:
     Raises:
         PassOrderError: the first violation, naming both passes and why the
             order matters (the contract's source: the pass's docstring).
-        ValueError: an ``after`` entry names no registered pass.
+        ValueError: an ``after`` entry names no registered pass, or a
+            ``requires``/``ensures``/``preserves`` entry no analysis.
     """
     known = registered_passes()
     first = {}
     for i, p in enumerate(passes):
         first.setdefault(p.name, i)
     for i, p in enumerate(passes):
+        for analysis in (*p.requires, *p.ensures, *p.preserves):
+            if analysis not in ANALYSES:
+                raise ValueError(f"pass {p.name!r} names the analysis {analysis!r}; the analyses are "
+                                 f"{', '.join(sorted(ANALYSES))}")
         for name in p.after:
             if name not in known:
                 raise ValueError(f"pass {p.name!r} declares after={p.after!r}, but no pass is named {name!r}")
@@ -182,13 +220,45 @@ def check_order(passes: Sequence[Pass]) -> None:
                     p.name, name)
 
 
-def run_pass(p: Pass, graph: Graph) -> bool:
-    """``p.run(graph)`` as a bool; after a pass that changed ``graph`` but
-    does not record its changes (``Pass.records_changes``), the graph's
-    change record ends, so the next ``shape-inference`` is a full run."""
+class Analyses:
+    """Which analyses (``ANALYSES``) hold for ``graph`` while passes run on
+    it: none at first (the lowered graph's types are PyTensor's); after a
+    pass runs, also those it ``ensures``; after a run that changed the
+    graph, only those it ``ensures`` or ``preserves``. ``TYPES`` also ends
+    when a run adds size facts (``Graph.size_bounds``, from
+    ``Rewriter.assume``): they decide shape arithmetic (a crop's end
+    computed from ``max(H, 3)``) that ``shape-inference`` then reads again."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.fresh: set[str] = set()
+        self._bounds = graph.size_bounds  # the size facts the analyses were computed with
+
+    def missing(self, p: Pass) -> list[Pass]:
+        """The passes to run before ``p``: one computing each analysis ``p``
+        requires that does not hold, in ``p.requires`` order."""
+        return [get_pass(ANALYSES[a]) for a in dict.fromkeys(p.requires) if a not in self.fresh]
+
+    def ran(self, p: Pass, changed: bool) -> None:
+        """Note that ``p`` ran and whether it changed the graph."""
+        if changed:
+            self.fresh.intersection_update(p.preserves)
+        if self.graph.size_bounds != self._bounds:
+            self.fresh.discard(TYPES)
+            self._bounds = self.graph.size_bounds
+        self.fresh.update(p.ensures)
+
+
+def run_pass(p: Pass, graph: Graph, analyses: Analyses | None = None) -> bool:
+    """``p.run(graph)`` as a bool. With ``analyses`` (what holds for
+    ``graph``; updated), the passes computing the analyses ``p`` requires
+    that do not hold run first (``Analyses.missing``)."""
+    if analyses is None:
+        return bool(p.run(graph))
+    for q in analyses.missing(p):
+        analyses.ran(q, bool(q.run(graph)))
     changed = bool(p.run(graph))
-    if changed and not p.records_changes:
-        graph.forget_changes()
+    analyses.ran(p, changed)
     return changed
 
 
@@ -197,6 +267,12 @@ def run_pipeline(graph: Graph, passes: Sequence[Pass], after_pass: AfterPassHook
     """Run ``passes`` on ``graph`` in order, calling ``after_pass(pass, graph,
     changed, seconds)`` after each. A pass for which ``before_pass(pass,
     graph)`` returns False is skipped (no ``after_pass`` call).
+
+    Before a pass that ``requires`` an analysis that does not hold (none
+    does at first; a pass that does not ``preserve`` one ends it when it
+    changes the graph), the pass computing it runs, with both hooks called
+    for it as for a listed pass (so ``shape-inference`` runs before
+    ``pool-recovery`` in a list without it, or after a plugin pass).
 
     A ``deterministic`` pass equal to one whose last run changed nothing,
     when no pass has changed the graph since, is not run again (it would
@@ -210,25 +286,37 @@ def run_pipeline(graph: Graph, passes: Sequence[Pass], after_pass: AfterPassHook
             before any pass runs.
     """
     check_order(passes)
+    analyses = Analyses(graph)
     changes = 0  # how many pass runs have changed the graph so far
     clean_at: dict[Pass, int] = {}  # pass -> ``changes`` when a run of it last changed nothing
-    for p in passes:
-        if before_pass is not None and not before_pass(p, graph):
-            continue
+
+    def run(p: Pass) -> None:
+        nonlocal changes
         key = _skip_key(p)
-        if key is not None and clean_at.get(key) == changes:
-            if after_pass is not None:
-                after_pass(p, graph, False, 0.0)
-            continue
         start = time.perf_counter()
-        changed = run_pass(p, graph)
+        changed = bool(p.run(graph))
         seconds = time.perf_counter() - start
+        analyses.ran(p, changed)
         if changed:
             changes += 1
         elif key is not None:
             clean_at[key] = changes
         if after_pass is not None:
             after_pass(p, graph, changed, seconds)
+
+    for p in passes:
+        key = _skip_key(p)
+        if key is not None and clean_at.get(key) == changes:
+            if before_pass is None or before_pass(p, graph):
+                if after_pass is not None:
+                    after_pass(p, graph, False, 0.0)
+            continue
+        for q in analyses.missing(p):
+            if before_pass is None or before_pass(q, graph):
+                run(q)
+        if before_pass is not None and not before_pass(p, graph):
+            continue
+        run(p)
 
 
 def _skip_key(p: Pass) -> Pass | None:

@@ -72,10 +72,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ir import Graph, Node, Value
-from passes.base import Pass, register_pass
+from ir import Node, Value
+from passes.base import register_pass
 from passes.conv_bias import channel_array, channel_vector, is_per_channel
-from passes.pattern import Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules, single_use
+from passes.rewrite import Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var, single_use
 
 STEP_OPS = ("add", "sub", "mul", "div")
 MAX_CHAIN = 32  # longer chains fold in pieces
@@ -356,6 +356,12 @@ def emit_batch_norm(parts: BatchNormParts):
 
 
 # -- the rule ---------------------------------------------------------------------
+def is_affine_step(node: Node) -> bool:
+    """The rule's node predicate: ``may_fire`` (shapes and the op index
+    only), then ``as_step``."""
+    return may_fire(node) and as_step(node) is not None
+
+
 def fold_chain(rw: Rewriter, m: Match) -> Value | str:
     """The end of a per-channel affine chain -> folded conv or batch_norm (see the rules)."""
     root = m.root
@@ -374,20 +380,16 @@ def fold_chain(rw: Rewriter, m: Match) -> Value | str:
 
 RULES = RuleSet([
     # (conv(x) - mean) / sd * gamma + beta -> conv(x) with folded weights, or batch_norm(x)
-    *(Rule("channel-affine-chain", Op(op, Var(), Var()), fold_chain,
-           guard=lambda n: may_fire(n) and as_step(n) is not None)
-      for op in STEP_OPS),
+    *(Rule("channel-affine-chain", Op(op, Var(), Var(), where=is_affine_step), fold_chain) for op in STEP_OPS),
 ])
 
 
 @register_pass
 @dataclass(frozen=True)
-class BatchNormFolding(Pass):
+class BatchNormFolding(RuleSetPass):
     """Fold per-channel affine chains into convs or make them ``batch_norm``
     (see the module docstring)."""
 
     name = "batchnorm-folding"
     after = ("conv-recovery", "conv-bias-fusion")  # folds into the conv and its bias
-
-    def run(self, graph: Graph) -> bool:
-        return apply_rules(graph, RULES)
+    rules = RULES

@@ -1,8 +1,8 @@
 """``canonicalize``: exact algebraic simplifications, run to a fixpoint.
 
-Each rule is a pattern of the pattern engine (``passes/pattern.py``) with a
+Each rule is a pattern of the pattern engine (``passes/rewrite/``) with a
 rewrite that returns the replacing value, or a string saying why it did not
-fire; the engine's worklist driver applies ``RULES`` until none fires (misses are logged at debug level under ``passes.pattern``): a rewrite
+fire; the engine's worklist driver applies ``RULES`` until none fires (misses are logged at debug level under ``passes.rewrite``): a rewrite
 requeues the nodes whose inputs it changed and the nodes it created, and
 erases the nodes it left dead. Only exact identities are allowed (NaN, Inf,
 -0.0 and integer wrap-around included):
@@ -51,18 +51,12 @@ once per change of its inputs: O(nodes) for the rules here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
-from ir import Graph, Node, Value
+from ir import Node, Value
 from ir.opdef import BROADCASTING, ops_with
 from ir.ops.common import normalize_axis
-from passes.base import Pass, register_pass
-from passes.pattern import ConstEq, Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules, producer
-
-
-def reads(op: str) -> Callable[[Node], bool]:
-    """Guard: some input of the node is computed by an ``op`` node."""
-    return lambda node: any(v.producer is not None and v.producer.op == op for v in node._inputs)
+from passes.base import register_pass
+from passes.rewrite import ConstEq, Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var, producer
 
 
 def axes_of(node: Node, rank: int) -> frozenset[int]:
@@ -145,8 +139,8 @@ ONES = ConstEq(1)
 INNER = {"name": "inner", "single_use": False}
 
 RULES = RuleSet([
-    *(Rule("bypass-leading-unsqueeze", Op(op, rest=Var()), bypass_leading_unsqueeze, guard=reads("unsqueeze"),
-           needs=("unsqueeze",)) for op in sorted(ops_with(BROADCASTING))),                                                   # 1
+    *(Rule("bypass-leading-unsqueeze", Op(op, rest=Var(), any_input=Op("unsqueeze", Var(), single_use=False)),
+           bypass_leading_unsqueeze) for op in sorted(ops_with(BROADCASTING))),                          # 1
     Rule("cast-to-own-dtype", Op("cast", x, where=casts_to_own_dtype), _input),                    # 2
     Rule("identity-transpose", Op("transpose", x, where=identity_perm), _input),                   # 2
     Rule("reshape-to-itself", Op("reshape", x, Var(), where=static_to_itself), _input),            # 2
@@ -162,11 +156,9 @@ RULES = RuleSet([
 
 @register_pass
 @dataclass(frozen=True)
-class Canonicalize(Pass):
+class Canonicalize(RuleSetPass):
     """Apply ``RULES`` to a fixpoint (see the module docstring); ``run``
     returns True if any rule fired."""
 
     name = "canonicalize"
-
-    def run(self, graph: Graph) -> bool:
-        return apply_rules(graph, RULES)
+    rules = RULES

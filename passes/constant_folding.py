@@ -67,6 +67,7 @@ class ConstantFolding(Pass):
     """
 
     name = "constant-folding"
+    visits_nested_graphs = True
     max_elements: int = FOLD_MAX_ELEMENTS
 
     def run(self, graph: Graph) -> bool:

@@ -42,10 +42,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ir import Dim, Graph, Value
+from ir import Dim, Value
 from ir.types import dims_compatible
-from passes.base import Pass, register_pass
-from passes.pattern import Const, Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
+from passes.base import register_pass
+from passes.rewrite import Const, Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var
 
 
 # -- per-channel operands (shared with batchnorm-folding) --------------------
@@ -141,11 +141,9 @@ RULES = RuleSet([
 
 @register_pass
 @dataclass(frozen=True)
-class ConvBiasFusion(Pass):
+class ConvBiasFusion(RuleSetPass):
     """Fuse per-channel bias additions into ``conv`` nodes (see the module docstring)."""
 
     name = "conv-bias-fusion"
     after = ("conv-recovery",)  # the convs whose bias it finds
-
-    def run(self, graph: Graph) -> bool:
-        return apply_rules(graph, RULES)
+    rules = RULES

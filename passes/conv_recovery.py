@@ -133,13 +133,13 @@ from typing import Sequence
 
 import numpy as np
 
-from ir import DType, Graph, Node, Value
+from ir import DType, Node, Value
 from ir import symbolic as sym
 from ir.opdef import ELEMENTWISE, ops_with
 from ir.ops.common import normalize_axis
 from ir.ops.shape import INT64_MAX
-from passes.base import Pass, register_pass
-from passes.pattern import Const, ConstEq, Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules, single_use
+from passes.base import register_pass
+from passes.rewrite import Const, ConstEq, Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var, single_use
 
 # -- conv attribute helpers (shared with the other conv passes) -------------
 
@@ -253,11 +253,6 @@ def sink_crop(rw: Rewriter, m: Match) -> Value | str:
             return f"operand {j} varies along a cropped axis"
     inputs = [x if j == i else v for j, v in enumerate(root.inputs)]
     return rw.add("slice", [rw.add(root.op, inputs, dict(root.attrs)), *crop.inputs[1:]], dict(crop.attrs))
-
-
-def _reads_crop(node: Node) -> bool:
-    """Guard of crop-sink: some input of ``node`` is a ``slice`` (cheap; ``_is_crop`` decides)."""
-    return any(v.producer is not None and v.producer.op == "slice" for v in node._inputs)
 
 
 def _is_crop(value: Value) -> bool:
@@ -473,7 +468,8 @@ RULES = RuleSet([
     *(Rule("channel-sum", root, recover_conv) for root in _channel_sums(CV)),
     *(Rule("strided-channel-sum", root, recover_conv) for root in _channel_sums(STRIDED_CV)),
     # f(conv(x, W)[:, :, :h, :w], b) -> f(conv(x, W), b)[:, :, :h, :w]
-    *(Rule("crop-sink", Op(op, rest=Var()), sink_crop, guard=_reads_crop, needs=("slice",)) for op in SINK_OPS),
+    *(Rule("crop-sink", Op(op, rest=Var(), any_input=Op("slice", rest=Var(), single_use=False)), sink_crop)
+      for op in SINK_OPS),
     # conv(pad(x, 0), W) -> conv{pads}(x, W)
     Rule("conv-pad", Op("conv", PAD, Var("w"), rest=Var("b")), fold_pad),
     # conv(x, W)[:, :, ::s, ::s] -> conv{strides=s}(x, W)
@@ -493,7 +489,7 @@ CONSTANT_DILATION = RuleSet([
 
 @register_pass
 @dataclass(frozen=True)
-class ConvRecovery(Pass):
+class ConvRecovery(RuleSetPass):
     """Recover ``conv`` nodes from ``convolve2d`` forms (see the module docstring).
 
     Attributes:
@@ -505,6 +501,5 @@ class ConvRecovery(Pass):
     name = "conv-recovery"
     dilate_constant_kernels: bool = False
 
-    def run(self, graph: Graph) -> bool:
-        rules = RULES + CONSTANT_DILATION if self.dilate_constant_kernels else RULES
-        return apply_rules(graph, rules)
+    def rule_set(self) -> RuleSet:
+        return RULES + CONSTANT_DILATION if self.dilate_constant_kernels else RULES

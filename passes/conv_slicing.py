@@ -131,6 +131,7 @@ class ConvSlicing(Pass):
     activation) -> one conv per slice over the sliced kernel (module doc)."""
 
     name = "conv-slicing"
+    visits_nested_graphs = True
     after = ("batchnorm-folding", "filter-flip", "relu-silu")
 
     def run(self, graph: Graph) -> bool:

@@ -27,8 +27,8 @@ the same reason. Nodes with subgraphs (control flow) are never merged with
 each other, but each nested body gets the same treatment on its own
 (``ir.transforms.walk_graphs``; no value crosses a graph boundary), and
 graph inputs are never merged. One forward walk per graph with a hash
-table: O(nodes + constant bytes); a later run compares the constants again
-only if one was added since (``Graph.constants_added``).
+table: O(nodes + the bytes of the constants that share a dtype and shape
+with another).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Hashable
-from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -57,6 +56,7 @@ class CommonSubexpressionElimination(Pass):
     module docstring). ``run`` returns True if anything was merged."""
 
     name = "cse"
+    visits_nested_graphs = True
 
     def run(self, graph: Graph) -> bool:
         changed = False
@@ -65,18 +65,9 @@ class CommonSubexpressionElimination(Pass):
         return changed
 
 
-# graph -> ``Graph.constants_added`` when ``_merge_constants`` last left its constants pairwise distinct
-_DISTINCT: WeakKeyDictionary[Graph, int] = WeakKeyDictionary()
-
-
 def _merge_in(graph: Graph) -> bool:
-    """CSE within ``graph``'s own nodes and constants. The constants are
-    compared again only when one was added since they were last found
-    pairwise distinct (removing constants keeps them so)."""
-    changed = False
-    if _DISTINCT.get(graph) != graph.constants_added:
-        changed = _merge_constants(graph)
-        _DISTINCT[graph] = graph.constants_added
+    """CSE within ``graph``'s own nodes and constants."""
+    changed = _merge_constants(graph)
     seen: dict[Hashable, Any] = {}
     kinds: dict[str, tuple[bool, bool]] = {}  # op -> (mergeable, commutative), read once per op
     for node in graph:
@@ -105,18 +96,23 @@ def _merge_in(graph: Graph) -> bool:
 def _merge_constants(graph: Graph) -> bool:
     """Rule 1: replace every constant by the first one with equal dtype, shape
     and bytes. Returns True if any constant was merged. Only constants that
-    share their dtype and shape with another one are hashed, so a model's
-    distinct weights cost no pass over their bytes."""
+    share their dtype and shape with another one are compared, and a large
+    one only when its first and last elements equal another's too, so a
+    model's distinct weights cost no pass over their bytes (on every run)."""
     first: dict[tuple, Value] = {}
     changed = False
-    constants = [(v, (v.const.dtype.str, v.const.shape)) for v in graph.constants.values()]
+    kinds = Counter(v.type for v in graph.constants.values())  # dtype and shape (a hash kept by the type)
+    if len(kinds) == len(graph.constants):
+        return False  # no two constants of one dtype and shape: the common case of a model's weights
+    constants = [(v, (v.type,) if v.const.nbytes <= SMALL_BYTES else (v.type, _ends(v.const)))
+                 for v in graph.constants.values() if kinds[v.type] > 1]
     kinds = Counter(kind for _, kind in constants)
     for value, kind in constants:
         if kinds[kind] < 2:
             continue
         data = value.const
-        small = data.nbytes <= SMALL_BYTES  # keyed by its bytes: no digest, no collision
-        key = (data.dtype.str, data.shape, small,
+        small = len(kind) == 1  # keyed by its bytes: no digest, no collision
+        key = (value.type, small,
                data.tobytes() if small else hashlib.blake2b(np.ascontiguousarray(data)).digest())
         survivor = first.setdefault(key, value)
         if survivor is value or (not small and survivor.const.tobytes() != data.tobytes()):
@@ -125,6 +121,12 @@ def _merge_constants(graph: Graph) -> bool:
         graph.remove_constant(value)
         changed = True
     return changed
+
+
+def _ends(array: np.ndarray) -> bytes:
+    """The bytes of the first and last elements of a non-empty array."""
+    flat = array.reshape(-1)
+    return flat[:1].tobytes() + flat[-1:].tobytes()
 
 
 _PLAIN = (int, bool, str, DType)  # attribute values that key as (class name, value) directly

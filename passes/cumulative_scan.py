@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ir import Graph, Node, Value
-from ir.transforms import add_fresh_constant, nested_names
+from ir.transforms import add_fresh_constant, holds, nested_names, walk
 from passes.base import Pass, register_pass
 
 CUMULATIVE = {"add": "cumsum", "mul": "cumprod"}
@@ -47,31 +47,31 @@ class CumulativeScan(Pass):
     docstring). ``run`` returns True if it replaced any."""
 
     name = "cumulative-scan"
+    visits_nested_graphs = True
 
     def run(self, graph: Graph) -> bool:
-        return self._run(graph, frozenset())
-
-    def _run(self, graph: Graph, enclosing: frozenset[str]) -> bool:
-        """Rewrite ``graph`` and, recursively, its nested graphs; new constants
-        avoid the names of nested graphs and of ``enclosing`` graphs (a nested
-        name may not repeat an enclosing one)."""
         if not graph.contains_op("loop"):
-            return False  # O(1) per graph: the op index says there is no loop anywhere
+            return False  # O(1): the op index says there is no loop anywhere
         changed = False
-        reserved = nested_names(graph) | enclosing
-        own = None  # the names a nested graph must avoid; rebuilt only after a rewrite adds constants
-        for node in graph.nodes:
+        for node, scope in walk(graph, enter=_Scope, descend=holds("loop")):
             match = _match(node) if node.op == "loop" else None
             if match is not None:
-                _replace(graph, node, *match, reserved)
+                _replace(node.graph, node, *match, scope.reserved)
                 changed = True
-                own = None
-                continue
-            if node.subgraphs and own is None:
-                own = enclosing | {v.name for v in graph.inputs} | set(graph.constants)
-            for sub in node.subgraphs.values():
-                changed |= self._run(sub, own)
         return changed
+
+
+class _Scope:
+    """The walk's context of a graph: the names its new constants avoid,
+    those of its nested graphs and of the graphs enclosing it (a nested name
+    may not repeat an enclosing one; an enclosing graph's names are read
+    when the walk enters the nested graph, after the rewrites before it)."""
+
+    def __init__(self, graph: Graph, outer: "_Scope | None"):
+        self.graph = graph
+        self.enclosing: frozenset[str] = frozenset() if outer is None else (
+            outer.enclosing | {v.name for v in outer.graph.inputs} | set(outer.graph.constants))
+        self.reserved = nested_names(graph) | self.enclosing
 
 
 def _match(node: Node) -> tuple[str, Value] | None:

@@ -32,6 +32,7 @@ class DeadCodeElimination(Pass):
     """Remove nodes whose results are unused and unused constants."""
 
     name = "dce"
+    visits_nested_graphs = True
 
     def run(self, graph: Graph) -> bool:
         changed = False

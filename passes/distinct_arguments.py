@@ -30,10 +30,13 @@ After::
     %a1: f64[21] = add(%y_distinct, %alpha)
     %g1: f64[21] = gammaln(%a1)
     %g: f64[10000] = gather(%g1, %y_index) {axis=0}
+
+Every nested graph is rewritten on its own (``ir.transforms.walk_scopes``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +45,7 @@ from ir import Graph
 from ir.core import Node, Value
 from ir.opdef import ELEMENTWISE, get_op
 from ir.ops.special import UNARY_SPECIAL
-from ir.transforms import add_fresh_constant, nested_names
+from ir.transforms import add_fresh_constant, walk_scopes
 from passes.base import Pass, register_pass
 
 MAX_CONE = 64  # elementwise nodes recomputed per call at most
@@ -103,19 +106,21 @@ class DistinctArguments(Pass):
     """Evaluate special functions of constant data once per distinct value (see the module doc)."""
 
     name = "distinct-arguments"
+    visits_nested_graphs = True
 
     def run(self, graph: Graph) -> bool:
-        if not any(graph.op_count(op) for op in UNARY_SPECIAL):  # no node visited when absent
+        if not graph.contains_op(*UNARY_SPECIAL):  # no node visited when absent, nested graphs included
             return False
-        calls = [n for n in graph if n.op in UNARY_SPECIAL and (n.inputs[0].type.size or 0) > 1]
-        reserved = nested_names(graph) if calls else set()
         changed = False
-        for call in calls:
-            changed |= _rewrite(graph, call, reserved)
+        for g, reserved in walk_scopes(graph):  # each body on its own
+            if not any(g.op_count(op) for op in UNARY_SPECIAL):
+                continue
+            for call in [n for n in g if n.op in UNARY_SPECIAL and (n.inputs[0].type.size or 0) > 1]:
+                changed |= _rewrite(g, call, reserved)
         return changed
 
 
-def _rewrite(graph: Graph, call: Node, reserved: set[str]) -> bool:
+def _rewrite(graph: Graph, call: Node, reserved: AbstractSet[str]) -> bool:
     arg = call.inputs[0]
     cone = elementwise_cone(arg)
     if cone is None:

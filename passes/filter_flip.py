@@ -52,12 +52,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ir import Graph, Value
+from ir import Value
 from ir.ops.common import normalize_axis
 from ir.ops.shape import INT64_MAX, INT64_MIN
-from passes.base import Pass, register_pass
+from passes.base import register_pass
 from passes.conv_recovery import conv_bias
-from passes.pattern import Const, Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
+from passes.rewrite import Const, Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var
 
 FLIP = {"flip": True}
 
@@ -121,12 +121,10 @@ RULES = RuleSet([
 
 @register_pass
 @dataclass(frozen=True)
-class FilterFlip(Pass):
+class FilterFlip(RuleSetPass):
     """Make every ``conv{flip=true}`` a ``conv{flip=false}`` with a reversed
     kernel (see the module docstring)."""
 
     name = "filter-flip"
     after = ("conv-recovery", "batchnorm-folding")  # flips the kernel once, after folding
-
-    def run(self, graph: Graph) -> bool:
-        return apply_rules(graph, RULES)
+    rules = RULES

@@ -33,10 +33,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ir import Graph, Value, symbolic
-from passes.base import Pass, register_pass
+from ir import Value, symbolic
+from passes.base import TYPES, register_pass
+from passes.rewrite import Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var
 from passes.shape_facts import DimOf, dim_source, elements
-from passes.pattern import Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
 
 INFERRED = -1  # the reshape target entry NumPy infers
 
@@ -97,10 +97,9 @@ RULES = RuleSet([
 
 @register_pass
 @dataclass(frozen=True)
-class FlattenRecovery(Pass):
+class FlattenRecovery(RuleSetPass):
     """Turn rank-2 flattening reshapes into flatten (see the module docstring)."""
 
     name = "flatten-recovery"
-
-    def run(self, graph: Graph) -> bool:
-        return apply_rules(graph, RULES)
+    requires = (TYPES,)  # compares sizes read from dims (dim_source)
+    rules = RULES

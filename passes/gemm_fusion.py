@@ -34,10 +34,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ir import Graph, Value
-from passes.base import Pass, register_pass
+from ir import Value
+from passes.base import TYPES, register_pass
+from passes.rewrite import Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var
 from passes.shape_facts import dim_source
-from passes.pattern import Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
 
 
 def matmul_add(rw: Rewriter, m: Match) -> Value | str:
@@ -67,27 +67,21 @@ def fold_transpose(rw: Rewriter, m: Match) -> Value | str:
     return rw.add("gemm", inputs, attrs)
 
 
-def reads_transpose(node) -> bool:
-    """Guard of rule 2: an operand of the gemm is computed by a transpose."""
-    return any(v.producer is not None and v.producer.op == "transpose" for v in node.inputs[:2])
-
-
 RULES = RuleSet([
     # add(matmul(a, b), c) -> gemm(a, b, c), either order, c a bias broadcasting to (M, N)
     Rule("matmul-add", Op("add", Op("matmul", Var("a"), Var("b"), name="matmul"), Var("c")), matmul_add),
     # gemm(transpose(a), transpose(b), c) -> gemm{trans_a, trans_b}(a, b, c)
-    Rule("gemm-transpose", Op("gemm", Var(), Var(), Var()), fold_transpose, guard=reads_transpose,
-         needs=("transpose",)),
+    Rule("gemm-transpose", Op("gemm", Var(), Var(), Var(), any_input=Op("transpose", Var(), single_use=False)),
+         fold_transpose),
 ])
 
 
 @register_pass
 @dataclass(frozen=True)
-class GemmFusion(Pass):
+class GemmFusion(RuleSetPass):
     """Fuse 2-D matmul plus bias into gemm (see the module docstring)."""
 
     name = "gemm-fusion"
     after = ("flatten-recovery",)  # the flatten is the gemm's 2-D operand
-
-    def run(self, graph: Graph) -> bool:
-        return apply_rules(graph, RULES)
+    requires = (TYPES,)  # compares the addend's sizes with the product's (dim_source)
+    rules = RULES

@@ -35,7 +35,7 @@ import heapq
 from dataclasses import dataclass
 
 from ir import Graph, Node, Value
-from ir.transforms import add_fresh_constant, inline, nested_names
+from ir.transforms import add_fresh_constant, holds, inline, nested_names, walk
 from passes.base import Pass, register_pass
 
 MAX_COPIED_CONSTANT = 16  # constants up to this many elements are copied into a branch
@@ -48,18 +48,22 @@ class IfSinking(Pass):
     docstring). ``run`` returns True if any node moved."""
 
     name = "if-sinking"
+    visits_nested_graphs = True
 
     def run(self, graph: Graph) -> bool:
         if not graph.contains_op("if"):
             return False  # the op index says there is no if, nested graphs included
         changed = False
-        position = {node: k for k, node in enumerate(graph)}
-        for node in graph.nodes:
-            for sub in node.subgraphs.values():
-                changed |= self.run(sub)
-            if node.op == "if" and node.graph is graph:
-                changed |= _sink(graph, node, position)
+        # an if's branches first (what sinks into them was decided there), each graph with its node positions
+        for node, position in walk(graph, enter=_positions, descend=holds("if"), bodies_first=True):
+            if node.op == "if":
+                changed |= _sink(node.graph, node, position)
         return changed
+
+
+def _positions(graph: Graph, outer) -> dict[Node, int]:
+    """The walk's context of a graph: each node's position in it."""
+    return {node: k for k, node in enumerate(graph)}
 
 
 def _sink(graph: Graph, node: Node, position: dict[Node, int]) -> bool:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from ir import Graph, Node, get_op
 from ir.opdef import TOTAL, TOTAL_ON_FLOATS
-from ir.transforms import inline, nested_names
+from ir.transforms import holds, inline, nested_names, walk
 from passes.base import Pass, register_pass
 
 
@@ -45,21 +45,16 @@ class IfToWhere(Pass):
     after = ("if-sinking",)  # sinking first leaves less work in both branches
     max_nodes: int = 8
 
-    def run(self, graph: Graph) -> bool:
-        return self._run(graph, "")
+    visits_nested_graphs = True
 
-    def _run(self, graph: Graph, prefix: str) -> bool:
+    def run(self, graph: Graph) -> bool:
         if not graph.contains_op("if"):
             return False  # the op index says there is no if, nested graphs included
         changed = False
-        reserved = nested_names(graph)
-        for node in graph.nodes:
+        for node, (prefix, reserved) in walk(graph, enter=_names, descend=holds("if")):
             if node.op == "if" and self._qualifies(node):
-                _replace(graph, node, prefix, reserved)
+                _replace(node.graph, node, prefix, reserved)
                 changed = True
-                continue
-            for sub in node.subgraphs.values():
-                changed |= self._run(sub, f"{sub.name}.")
         return changed
 
     def _qualifies(self, node: Node) -> bool:
@@ -73,6 +68,12 @@ class IfToWhere(Pass):
                     return False
         return all(a.dtype == b.dtype and a.shape == b.shape and all(d is not None for d in a.shape)
                    for a, b in zip(then.outputs, other.outputs))
+
+
+def _names(graph: Graph, outer) -> tuple[str, set[str]]:
+    """The walk's context of a graph: the prefix of the constants inlined
+    into it (a nested graph's name) and the names they must avoid."""
+    return ("" if outer is None else f"{graph.name}.", nested_names(graph))
 
 
 def _replace(graph: Graph, node: Node, prefix: str, reserved: set[str]) -> None:

@@ -42,10 +42,13 @@ After::
     %yt: f64[2,N] = transpose(%y) {perm=[1, 0]}
     %d2: f64[2,N] = sub(%yt, %m)
     %s: f64[N] = reduce_sum(%d2) {axes=[0], keepdims=false}
+
+Every nested graph is rewritten on its own (``ir.transforms.walk_scopes``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,7 +56,7 @@ import numpy as np
 from ir import Graph
 from ir.core import Node, Value
 from ir.opdef import ELEMENTWISE, get_op
-from ir.transforms import add_fresh_constant, nested_names
+from ir.transforms import add_fresh_constant, walk_scopes
 from ir.types import TensorType
 from passes.base import Pass, register_pass
 
@@ -96,20 +99,24 @@ class NarrowLayout(Pass):
     """Run ``[N, k]`` computations with small k as ``[k, N]`` (see the module doc)."""
 
     name = "narrow-layout"
+    visits_nested_graphs = True
 
     def run(self, graph: Graph) -> bool:
-        rewriter = _Rewriter(graph)
-        for node in graph.nodes:
-            if not node.subgraphs and len(node.outputs) == 1:
-                rewriter.visit(node)
-        return rewriter.changed
+        changed = False
+        for g, reserved in walk_scopes(graph):  # each body on its own
+            rewriter = _Rewriter(g, reserved)
+            for node in g.nodes:
+                if not node.subgraphs and len(node.outputs) == 1:
+                    rewriter.visit(node)
+            changed |= rewriter.changed
+        return changed
 
 
 class _Rewriter:
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, reserved: AbstractSet[str]):
         self.graph = graph
         self.changed = False
-        self.reserved: set[str] | None = None
+        self.reserved = reserved  # the names new constants avoid (nested and enclosing graphs')
         self.memo: dict[Value, Value] = {}
 
     def visit(self, node: Node) -> None:
@@ -184,6 +191,4 @@ class _Rewriter:
         return flipped
 
     def constant(self, array: np.ndarray, name: str) -> Value:
-        if self.reserved is None:
-            self.reserved = nested_names(self.graph)
         return add_fresh_constant(self.graph, array, name, self.reserved)

@@ -99,11 +99,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ir import DType, Graph, Node, Value, symbolic
-from passes.base import Pass, register_pass
-from passes.shape_facts import elements, known_shape
-from passes.pattern import (Const, Match, Op, Rewriter, Rule, RuleSet, Var, all_equal, apply_rules, producer,
+from ir import DType, Node, Value, symbolic
+from passes.base import TYPES, register_pass
+from passes.rewrite import (Const, Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var, all_equal, producer,
                             single_use)
+from passes.shape_facts import elements
 
 OPEN_END = 2 ** 62  # slice ends at least this large are "to the end" (PyTensor writes INT64_MAX)
 
@@ -173,7 +173,7 @@ def _window_pool(rw: Rewriter, op: str, x: Value, kernel, strides, starts, lengt
     why = _check_dtype(op, x)
     if why:
         return why
-    dims = known_shape(x)
+    dims = x.shape
     bounds = {}
     for i, (k, s, b, n) in enumerate(zip(kernel, strides, starts, lengths)):
         if dims[2 + i] is None:
@@ -200,7 +200,7 @@ def reshape_window(reshaped: Value, axes) -> Window | str:
     the reshape splits each spatial axis of ``x`` (N, C, *S) into
     (S_i/k_i, k_i) and ``axes`` are the k_i axes; else why not."""
     x = reshaped.producer.inputs[0]
-    xs, rs = known_shape(x), known_shape(reshaped)
+    xs, rs = x.shape, reshaped.shape
     nsp = x.rank - 2
     if nsp < 1 or reshaped.rank != 2 + 2 * nsp:
         return f"reshape {x.type} -> {reshaped.type} does not split each spatial axis in two"
@@ -226,7 +226,7 @@ def _uncropped(x: Value, kernel, lengths) -> Value:
     if node is None or node.op != "slice":
         return x
     src = node.inputs[0]
-    dims = known_shape(src)
+    dims = src.shape
     bounds = [elements(v) for v in node.inputs[1:]]
     if any(b is None for b in bounds):
         return x
@@ -271,7 +271,7 @@ def strided_slice(value: Value) -> Strided | None:
     if node is None or node.op != "slice":
         return None
     x = node.inputs[0]
-    dims = known_shape(x)
+    dims = x.shape
     if x.rank < 3:
         return None
     if not all(v.const is not None for v in node.inputs[1:]) or not _static(dims[2:]):
@@ -464,7 +464,7 @@ def _global(rw: Rewriter, op: str, x: Value, axes: tuple[int, ...], kept, count=
     if kept is not None and kept != spatial:
         return f"puts back axes {list(kept)}, not {list(spatial)}"
     if count is not None:
-        dims = known_shape(x)[2:]
+        dims = x.shape[2:]
         size = int(np.prod(dims)) if _static(dims) else symbolic.product(dims)
         if size is None or count != size:
             return f"divides by {count}, not by the {symbolic.format_dim(size)} spatial elements"
@@ -569,7 +569,7 @@ EXACT_SUM_RULES = rules(narrow_sums=False)
 
 @register_pass
 @dataclass(frozen=True)
-class PoolRecovery(Pass):
+class PoolRecovery(RuleSetPass):
     """Recover pooling ops (see the module docstring).
 
     Attributes:
@@ -579,7 +579,8 @@ class PoolRecovery(Pass):
     """
 
     name = "pool-recovery"
+    requires = (TYPES,)  # window sizes read from dims that shape arithmetic determines
     narrow_sums: bool = True
 
-    def run(self, graph: Graph) -> bool:
-        return apply_rules(graph, RULES if self.narrow_sums else EXACT_SUM_RULES)
+    def rule_set(self) -> RuleSet:
+        return RULES if self.narrow_sums else EXACT_SUM_RULES

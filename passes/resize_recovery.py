@@ -43,10 +43,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ir import Graph, Value, symbolic
-from passes.base import Pass, register_pass
+from ir import Value, symbolic
+from passes.base import TYPES, register_pass
+from passes.rewrite import Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var
 from passes.shape_facts import DimOf, dim_source, elements
-from passes.pattern import Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
 
 
 def repeat(rw: Rewriter, m: Match) -> Value | str:
@@ -100,10 +100,9 @@ RULES = RuleSet([
 
 @register_pass
 @dataclass(frozen=True)
-class ResizeRecovery(Pass):
+class ResizeRecovery(RuleSetPass):
     """Recover nearest upsampling from PyTensor's repeat (see the module docstring)."""
 
     name = "resize-recovery"
-
-    def run(self, graph: Graph) -> bool:
-        return apply_rules(graph, RULES)
+    requires = (TYPES,)  # compares sizes read from dims (dim_source)
+    rules = RULES

@@ -1,7 +1,7 @@
 """What the rewrites of one compilation did, and the opt-bisect budget.
 
 The driver activates a ``RewriteLog`` around its pipeline (``observing``);
-the pattern engine (``passes.pattern.apply_rules``) reports into the active
+the pattern engine (``passes.rewrite.apply_rules``) reports into the active
 log every rule that fired and every rule whose pattern matched but whose
 rewrite declined (with its reason), and asks it before each rewrite whether
 the opt-bisect budget allows one more. Passes need no change to be counted.

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ir import Graph, Node, Value
-from ir.transforms import add_fresh_constant, inline, nested_names
+from ir.transforms import add_fresh_constant, holds, inline, nested_names, walk
 from passes.base import Pass, register_pass
 
 DEFAULT_MAX_TRIP_COUNT = 64
@@ -55,27 +55,25 @@ class ScanUnroll(Pass):
     after = ("cumulative-scan",)  # an accumulating loop becomes a cumsum, not copies
     max_trip_count: int = DEFAULT_MAX_TRIP_COUNT
 
-    def run(self, graph: Graph) -> bool:
-        return self._run(graph, "")
+    visits_nested_graphs = True
 
-    def _run(self, graph: Graph, prefix: str) -> bool:
+    def run(self, graph: Graph) -> bool:
         if not graph.contains_op("loop"):
             return False  # the op index says there is no loop, nested graphs included
         changed = False
-        reserved = nested_names(graph)
-        worklist = [node for node in graph if node.subgraphs]
-        while worklist:
-            node = worklist.pop()
-            if node.graph is not graph:
-                continue
+        # last node first: the copies of an unrolled body land before its loop, so their loops come next
+        for node, (prefix, reserved) in walk(graph, enter=_names, descend=holds("loop"), reverse=True):
             count = trip_count(node)
             if count is not None and 1 <= count <= self.max_trip_count:
-                worklist += [n for n in unroll(graph, node, count, prefix, reserved) if n.subgraphs]
+                unroll(node.graph, node, count, prefix, reserved)
                 changed = True
-                continue
-            for sub in node.subgraphs.values():
-                changed |= self._run(sub, f"{sub.name}.")
         return changed
+
+
+def _names(graph: Graph, outer) -> tuple[str, set[str]]:
+    """The walk's context of a graph: the prefix of the constants unrolling
+    makes in it (a nested graph's name) and the names they must avoid."""
+    return ("" if outer is None else f"{graph.name}.", nested_names(graph))
 
 
 def trip_count(node: Node) -> int | None:

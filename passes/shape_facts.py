@@ -8,10 +8,10 @@ one per-op table (``VALUE_RULES``), used two ways:
   ``str``, ``Expr`` or None), its elements in order: ``shape(x)`` of an
   ``f32[N,3]`` is ``(N, 3)``, ``gather`` of that at 0 is ``(N,)``, ``mul`` of
   that by 2 is ``(2*N,)``, and ``concat`` joins such tuples.
-- **on demand**, backward from a value (``elements``, ``dim_source``,
-  ``known_shape``): the recovery passes ask what a reshape or expand target
-  holds, or whether two sizes are the same, after other rewrites changed
-  the graph. Elements may then also be float numbers (a divisor computed
+- **on demand**, backward from a value (``elements``, ``dim_source``):
+  the recovery passes ask what a reshape or expand target holds, or
+  whether two sizes are the same, after other rewrites changed the graph
+  (the types they read are fresh: the pipeline keeps ``passes.base.TYPES``). Elements may then also be float numbers (a divisor computed
   from a shape), and an unknown size is a token ``DimOf(value, axis)``: equal
   tokens mean equal sizes (named dims are equal sizes by the IR's
   convention); unequal tokens mean "not known to be equal". Every query
@@ -26,10 +26,6 @@ dtype. A result ``ir.symbolic`` cannot express (division by a symbol) is
 unknown, and so, forward, is an int result that would not fit the value's
 dtype (Python ints do not wrap around as int64 does). Shapes fit in int32,
 so int32 and int64 contents are the same numbers.
-
-Besides: ``known_shape(v)`` re-infers ``v``'s dims through a few producers
-with the ops' type rules when the declared type has unknown dims (a pass
-that refines a node's type leaves its readers' declared types as they were).
 """
 
 from __future__ import annotations
@@ -38,11 +34,11 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ir import Dim, get_op
+from ir import get_op
 from ir.opdef import ELEMENTWISE, ROW_MAJOR_VIEW
 from ir import symbolic as sym
 from ir.core import Node, Value
-from ir.types import DType, TensorType, join_dims
+from ir.types import DType, TensorType
 
 CONTENT_LIMIT = 64  # longest vector whose elements are tracked forward
 TRACKED_DTYPES = (DType.INT64, DType.INT32, DType.BOOL)  # bools: comparisons of sizes
@@ -415,79 +411,18 @@ class _Budget:
         return self.steps >= 0
 
 
-def known_shape(value: Value, budget: _Budget | None = None) -> tuple[Dim, ...]:
-    """``value``'s dims: the declared ones, with unknown or symbolic dims
-    replaced by what the op type rules infer from the producers' inputs
-    (themselves re-inferred), joined with ``ir.types.join_dims``."""
-    shape = value.shape
-    node = value.producer
-    if node is None or all(isinstance(d, int) for d in shape) or node.subgraphs:
-        return shape
-    budget = budget or _Budget()
-    if not budget.take():
-        return shape
-    types = [v.type.with_shape(known_shape(v, budget)) for v in node.inputs]
-    opdef = get_op(node.op)
-    consts = [v.const for v in node.inputs]
-    if opdef.symbolic_inputs:  # reshape, expand, slice...: shape-like inputs as far as ``elements`` sees them
-        consts = [c if c is not None else _symbolic_array(v, budget) for c, v in zip(consts, node.inputs)]
-    # The type rules know only that sizes are >= 0: with the graph's size facts (H >= 8), infer
-    # over symbols shifted by their bounds (H+8, H >= 0), then shift the result back.
-    bounds = node.graph.size_bounds if node.graph is not None else ()
-    up = {s: sym.add(s, b) for s, b in bounds if isinstance(s, str)}
-    if up:
-        types = [t.with_shape(tuple(_subst(d, up) for d in t.shape)) for t in types]
-        consts = [c if c is None or c.dtype != object else _subst_array(c, up) for c in consts]
-    try:
-        inferred = opdef.infer(types, node.attrs, consts)[value.index]
-    except (ValueError, TypeError, IndexError):  # a type rule rejecting its inputs: keep what we have
-        return shape
-    if inferred.rank != len(shape):
-        return shape
-    dims = inferred.shape
-    if up:
-        down = {s: sym.sub(s, b) for s, b in bounds if isinstance(s, str)}
-        dims = tuple(_subst(d, down) for d in dims)
-    return tuple(join_dims(a, b) for a, b in zip(shape, dims))
-
-
-def _subst(d, mapping):
-    return sym.substitute(d, mapping) if isinstance(d, (str, sym.Expr)) else d
-
-
-def _subst_array(a: np.ndarray, mapping) -> np.ndarray:
-    out = np.empty(a.shape, dtype=object)
-    out.reshape(-1)[:] = [_subst(d, mapping) for d in a.reshape(-1)]
-    return out
-
-
-def _symbolic_array(value: Value, budget: _Budget) -> np.ndarray | None:
-    """``value``'s elements as an object array of dims (None where unknown),
-    the form type rules with ``symbolic_inputs`` read; None when nothing is known."""
-    if value.rank > 1 or not value.dtype.is_int:
-        return None
-    data = elements(value, budget)
-    if data is None or not any(_is_dim(e) for e in data):
-        return None
-    out = np.empty(len(data), dtype=object)
-    out[:] = [e if _is_dim(e) else None for e in data]
-    return out.reshape(value.shape)
-
-
 def dim_source(value: Value, axis: int, budget: _Budget | None = None) -> Any:
     """A token for the run-time size of ``value``'s ``axis`` (see the module
-    docstring): the known dim if there is one, else what the shape
+    docstring): the declared dim if there is one (the types are fresh:
+    ``passes.base.TYPES``), else what the shape
     computation feeding an ``unsqueeze``, ``squeeze``, ``reshape`` or
     ``expand`` says, else the input's token through a single-input op that
     keeps its input's shape (``exp``, ``cast``, ``softmax``...), else
     ``DimOf(value, axis)``."""
     declared = value.shape[axis]
-    if isinstance(declared, int):
-        return declared  # a static dim is final: re-inference could only agree
+    if declared is not None:
+        return declared  # the pipeline keeps types fresh: re-inference could only agree
     budget = budget or _Budget()
-    d = known_shape(value, budget)[axis]
-    if d is not None:
-        return d
     node = value.producer
     if node is None or not budget.take():
         return DimOf(value, axis)

@@ -31,7 +31,9 @@ one forward walk with the contents of ``passes.shape_facts``:
    as this makes it (``shape(x)[0]`` feeding a reshape stays a Shape and a
    Gather).
 
-Nodes left unused are removed by ``dce``. Linear in graph size.
+Nodes left unused are removed by ``dce``. Every nested graph is folded on
+its own (``ir.transforms.walk_scopes``: a body's inputs have no known
+contents). Linear in graph size.
 """
 
 from __future__ import annotations
@@ -41,9 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ir import Graph, Node, Value
-from ir.transforms import add_fresh_constant, nested_names
+from ir.transforms import add_fresh_constant, walk_scopes
 from ir.types import DType
-from passes.base import Pass, register_pass
+from passes.base import TYPES, Pass, register_pass
 from passes.shape_facts import ShapeValues, is_static, tracked
 
 
@@ -55,31 +57,41 @@ class ShapeFolding(Pass):
 
     name = "shape-folding"
     after = ("shape-inference",)  # folds what the inferred types determine
+    requires = (TYPES,)
+    visits_nested_graphs = True
 
     def run(self, graph: Graph) -> bool:
-        values = ShapeValues()
-        reserved = nested_names(graph.nodes_with_subgraphs())  # new constants avoid the bodies' names
-        sources: dict = {}  # symbolic dim -> (value, axis): the first value defined with it
-        # Only rule 2 reads the sources, and only on a concat: none, none to collect (folding makes no concat).
-        concats = graph.op_count("concat") > 0
         changed = False
-        if concats:
-            for v in graph.inputs:
-                _add_sources(sources, v)
-        for node in graph:
-            values.update(node)
-            if node.subgraphs:
-                continue
-            if _fold(graph, node, values, reserved):
-                changed = True
-                continue
-            if not concats:
-                continue
-            if node.op == "concat" and _rebuild(graph, node, values, sources, reserved):
-                changed = True
-            for out in node.outputs:
-                _add_sources(sources, out)
+        for g, reserved in walk_scopes(graph):  # each body on its own: its inputs' contents are unknown
+            changed |= _fold_graph(g, reserved)
         return changed
+
+
+def _fold_graph(graph: Graph, reserved) -> bool:
+    """Rules 1 and 2 in one graph (not its nested graphs); new constants
+    avoid ``reserved``."""
+    values = ShapeValues()
+    sources: dict = {}  # symbolic dim -> (value, axis): the first value defined with it
+    # Only rule 2 reads the sources, and only on a concat: none, none to collect (folding makes no concat).
+    concats = graph.op_count("concat") > 0
+    changed = False
+    if concats:
+        for v in graph.inputs:
+            _add_sources(sources, v)
+    for node in graph:
+        values.update(node)
+        if node.subgraphs:
+            continue
+        if _fold(graph, node, values, reserved):
+            changed = True
+            continue
+        if not concats:
+            continue
+        if node.op == "concat" and _rebuild(graph, node, values, sources, reserved):
+            changed = True
+        for out in node.outputs:
+            _add_sources(sources, out)
+    return changed
 
 
 def _add_sources(sources: dict, value: Value) -> None:

@@ -32,11 +32,14 @@ After::
     %a, %s: f64[1], f64[1] = split(%g, %sizes) {axis=0, num_outputs=2}
     %b: f64[] = reshape(%s, %scalar)
     %u: f64[1] = mul(%a, %k)
+
+Every nested graph is batched on its own (``ir.transforms.walk_scopes``).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,7 +47,7 @@ import numpy as np
 from ir import Graph
 from ir.core import Node, Value
 from ir.ops.special import UNARY_SPECIAL
-from ir.transforms import add_fresh_constant, nested_names, topological_sort
+from ir.transforms import add_fresh_constant, topological_sort, walk_scopes
 from passes.base import Pass, register_pass
 
 
@@ -83,27 +86,38 @@ class SpecialBatching(Pass):
     """Evaluate independent calls of the same special function once (see the module doc)."""
 
     name = "special-batching"
+    visits_nested_graphs = True
 
     def run(self, graph: Graph) -> bool:
-        if not any(graph.op_count(op) > 1 for op in UNARY_SPECIAL):
+        if not graph.contains_op(*UNARY_SPECIAL):  # no node visited when absent, nested graphs included
             return False
-        calls: dict[tuple, list[Node]] = defaultdict(list)
-        for node in graph:
-            if node.op in UNARY_SPECIAL and node.inputs[0].type.size is not None:
-                calls[(node.op, node.inputs[0].dtype)].append(node)
-        reserved = nested_names(graph)
         changed = False
-        for (op, _), nodes in calls.items():
-            for group in independent_groups(nodes) if len(nodes) > 1 else ():
-                if len(group) > 1:
-                    _batch(graph, op, group, reserved)
-                    changed = True
-        if changed:
-            topological_sort(graph)
+        for g, reserved in walk_scopes(graph):  # each body on its own
+            changed |= _batch_graph(g, reserved)
         return changed
 
 
-def _batch(graph: Graph, op: str, group: list[Node], reserved: set[str]) -> None:
+def _batch_graph(graph: Graph, reserved: AbstractSet[str]) -> bool:
+    """Batch the independent calls of each special function of ``graph``
+    (not its nested graphs); re-sort its nodes if any were."""
+    if not any(graph.op_count(op) > 1 for op in UNARY_SPECIAL):
+        return False
+    calls: dict[tuple, list[Node]] = defaultdict(list)
+    for node in graph:
+        if node.op in UNARY_SPECIAL and node.inputs[0].type.size is not None:
+            calls[(node.op, node.inputs[0].dtype)].append(node)
+    changed = False
+    for (op, _), nodes in calls.items():
+        for group in independent_groups(nodes) if len(nodes) > 1 else ():
+            if len(group) > 1:
+                _batch(graph, op, group, reserved)
+                changed = True
+    if changed:
+        topological_sort(graph)
+    return changed
+
+
+def _batch(graph: Graph, op: str, group: list[Node], reserved: AbstractSet[str]) -> None:
     made: dict[tuple, Value] = {}
 
     def const(array, name):

@@ -12,7 +12,6 @@ reads as a node input, bound to a body input made with ``input``.
 
 from __future__ import annotations
 
-import weakref
 from typing import Sequence
 
 from compiler.lowering.errors import Unsupported, UnsupportedOpsError
@@ -20,10 +19,6 @@ from compiler.lowering.context import LoweringContext, sanitize_name
 from compiler.lowering.lower import lower_apply_nodes
 from ir import Graph, TensorType, Value
 from ir.transforms import remove_dead_code
-
-_CHILDREN: "weakref.WeakKeyDictionary[Graph, dict[str, int]]" = weakref.WeakKeyDictionary()
-_BODIES: "weakref.WeakSet[Graph]" = weakref.WeakSet()
-
 
 class Body:
     """A body under construction, nested in the graph of ``outer``.
@@ -36,14 +31,12 @@ class Body:
     """
 
     def __init__(self, outer: LoweringContext, kind: str):
-        counts = _CHILDREN.setdefault(outer.graph, {})
-        k = counts.get(kind, 0)
-        counts[kind] = k + 1
-        parent = f"{outer.graph.name}." if outer.graph in _BODIES else ""
-        self.prefix = f"{parent}{kind}{k}"
+        k = outer.bodies.get(kind, 0)
+        outer.bodies[kind] = k + 1
+        self.prefix = f"{outer.prefix}.{kind}{k}" if outer.prefix else f"{kind}{k}"
         self.graph = Graph(self.prefix)
-        _BODIES.add(self.graph)
         self.ctx = LoweringContext(self.graph, outer.options)
+        self.ctx.prefix = self.prefix
         self.ctx.source, self.ctx.op_label = outer.source, outer.op_label
         self._names: set[str] = set()
 

@@ -71,6 +71,10 @@ class LoweringContext:
             (e.g. the scalar ``Apply`` of an ``Elemwise`` per scalar op and
             input dtypes, so it is built once, not per node).
         options: the ``LoweringOptions`` (shared with nested bodies).
+        prefix: the unique name prefix of the body this context builds
+            (``compiler.lowering.bodies.Body``; "" for the top-level graph).
+        bodies: how many bodies of each kind (``"scan"``, ``"if_then"``)
+            this context has made, for their prefixes.
         expansions: PyTensor variable -> (its source variable, k) for every
             ``DimShuffle`` output that only prepends ``k`` broadcastable axes
             (``DimShuffle{order=('x',)*k + (0, 1, ...)}``). Such a node is
@@ -87,6 +91,8 @@ class LoweringContext:
         self.op_label: str | None = None
         self.memo: dict[tuple, Any] = {}
         self.options = options if options is not None else LoweringOptions()
+        self.prefix = ""
+        self.bodies: dict[str, int] = {}
         self.constants = None  # a const_eval.ConstantEvaluator for the top-level graph
         self._const_cache: dict[tuple, Value] = {}
         # (op, attributes, input types, constant inputs) -> (normalized attributes, output types)

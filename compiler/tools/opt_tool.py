@@ -34,7 +34,7 @@ from ir.interpreter import evaluate
 from ir.parser import parse_graph
 from ir.printer import print_graph
 from ir.verifier import verify
-from passes import Pass, get_pass, register_pass, run_pass
+from passes import Analyses, Pass, get_pass, register_pass, run_pass
 
 _PASS_SPEC = re.compile(r"\s*([A-Za-z0-9_.-]+)\s*(?:\{([^}]*)\})?\s*(?:,|$)")
 
@@ -104,8 +104,9 @@ def run_opt(text: str, pass_list: str, *, print_after_all: bool = False, print_a
         with np.errstate(all="ignore"):
             results = evaluate(graph, inputs)
     before = print_graph(graph)
+    analyses = Analyses(graph)  # a pass that requires fresh types gets shape-inference first, as in run_pipeline
     for p in passes:
-        changed = run_pass(p, graph)
+        changed = run_pass(p, graph, analyses)
         if verify_each:
             verify(graph, context=f"after {p.name}")
         if print_after_all or (print_after_change and changed):

@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 from ir import DType, Graph, OpError, TensorType, Use
-from ir.parser import parse_graph
+from ir.errors import ShapeInferenceError
+from ir.parser import parse_graph, parse_type
 from ir.printer import print_graph
+from ir.types import refine_type
 from ir.verifier import verify
 
 F32 = DType.FLOAT32
@@ -276,3 +278,66 @@ def test_is_output_follows_replaced_outputs():
     assert g.is_output(c) and g.is_output(a) and not g.is_output(b)
     g.replace_all_uses(a, b)
     assert not g.is_output(a) and g.is_output(b) and g.outputs == [c, b]
+
+
+def test_reverse_iteration_visits_nodes_inserted_before_the_current_one_even_when_it_is_erased():
+    g, x, a, b, c = chain()  # exp, neg, add
+    seen = []
+    for node in reversed(g):
+        seen.append(node.op)
+        if node.op == "neg":
+            sqrt = g.create_node("sqrt", [a])
+            g.insert_before(node, sqrt)
+            g.replace_all_uses(node.output, sqrt.output)
+            g.erase(node)
+    assert seen == ["add", "neg", "sqrt", "exp"]
+    assert ops(g) == ["exp", "sqrt", "add"]
+    verify(g)
+
+
+REFINABLE = """\
+graph @main(%x: f32[?,3], %w: f32[4,3]) {
+  %y: f32[?,3] = exp(%x)
+  %z: f32[?,3] = neg(%y)
+  %s: f32[?,3] = sin(%z)
+  %t: i64[2] = shape(%s)
+  return %s, %t
+}
+"""
+
+
+def test_replacing_a_value_by_one_of_another_type_reinfers_the_readers_downstream():
+    g = parse_graph(REFINABLE)
+    y, z, s, t = (n.outputs[0] for n in g)
+    known = g.add("exp", [g.inputs[1]], before=y.producer)
+    g.replace_all_uses(y, known)
+    assert [str(v.type) for v in (z, s, t)] == ["f32[4,3]", "f32[4,3]", "i64[2]"]
+    verify(g)
+
+
+def test_replacing_a_value_by_one_of_its_own_type_reinfers_nothing():
+    g = parse_graph(REFINABLE.replace("%z: f32[?,3] = neg(%y)", "%z: f32[?,?] = neg(%y)"))
+    y, z = (n.outputs[0] for n in g.nodes[:2])
+    twin = g.add("exp", [g.inputs[0]], before=y.producer)
+    g.replace_all_uses(y, twin)
+    assert str(z.type) == "f32[?,?]"  # its rule would say f32[?,3]: not asked, the input type is the same
+
+
+def test_a_replacement_that_contradicts_a_readers_static_dim_is_an_error():
+    g = parse_graph(REFINABLE.replace("%z: f32[?,3] = neg(%y)\n  %s: f32[?,3]", "%z: f32[?,3] = neg(%y)\n  %s: f32[5,3]"))
+    y = g.nodes[0].output
+    known = g.add("exp", [g.inputs[1]], before=y.producer)
+    with pytest.raises(ShapeInferenceError, match=r"output 0 is declared f32\[5,3\] but its inputs give f32\[4,3\]"):
+        g.replace_all_uses(y, known)
+
+
+@pytest.mark.parametrize("declared, inferred, want", [
+    ("f32[?,N]", "f32[3,M]", "f32[3,N]"),   # an int for ?, a declared name kept
+    ("f32[N,?]", "f32[4,K+1]", "f32[4,K+1]"),  # an int for a name, an expression for ?
+    ("f32[3]", "f32[4]", None),             # two ints: a contradiction
+    ("f32[3]", "f64[3]", None),             # another dtype
+    ("f32[3]", "f32[3,1]", None),           # another rank
+])
+def test_refine_type_adopts_what_is_more_precise(declared, inferred, want):
+    got = refine_type(parse_type(declared), parse_type(inferred))
+    assert (None if got is None else str(got)) == want

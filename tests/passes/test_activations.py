@@ -22,7 +22,7 @@ from ir.printer import print_graph
 from ir.verifier import verify
 from passes import get_pass
 from passes.activations import BASIC, COMPOUND, SPECIAL_VALUE_CHANGES, ActivationMatching
-from passes.pattern import apply_rules
+from passes.rewrite import apply_rules
 from tests.passes.helpers import assert_identical, random_inputs
 
 PASSES = [ActivationMatching(), get_pass("dce")]  # dce drops the constants the rewrites leave unused

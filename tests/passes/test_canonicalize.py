@@ -338,7 +338,7 @@ def test_why_a_rule_did_not_fire_is_logged(caplog):
           %y: f64[3] = cast(%x) {to=f64}
           return %y
         }""")
-    with caplog.at_level(logging.DEBUG, logger="passes.pattern"):
+    with caplog.at_level(logging.DEBUG, logger="passes.rewrite"):
         assert CANON.run(graph) is False
     assert "rule cast-to-own-dtype" in caplog.text
     assert "did not fire on cast -> %y: cast node fails casts_to_own_dtype" in caplog.text

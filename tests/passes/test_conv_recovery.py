@@ -25,7 +25,7 @@ from ir.parser import parse_graph
 from ir.printer import print_graph
 from passes.conv_recovery import ConvRecovery
 from passes.dce import DeadCodeElimination
-from passes.pattern import Op, Rule, Var, apply_rules
+from passes.rewrite import Op, Rule, Var, apply_rules
 from tests.helpers import check_pytensor, pytensor_reference
 from tests.passes.helpers import check_pass
 
@@ -302,7 +302,7 @@ def test_image_smaller_than_the_kernel_does_not_fire(caplog):
           %y: f32[N,1,2,2] = reduce_sum(%c) {axes=[2], keepdims=false}
           return %y
         }"""
-    with caplog.at_level(logging.DEBUG, logger="passes.pattern"):
+    with caplog.at_level(logging.DEBUG, logger="passes.rewrite"):
         check_pass(CR, before, None)
     assert "image smaller than the kernel in valid mode" in caplog.text
 

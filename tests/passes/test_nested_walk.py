@@ -1,11 +1,11 @@
 """cse, dce, constant folding and the pattern rules reach into nested bodies
-through ``ir.transforms.walk_graphs``/``walk_scopes``."""
+through ``ir.transforms.walk_graphs``/``walk_scopes``; ``walk`` visits every node with its graph's context."""
 
 import numpy as np
 
 from ir.interpreter import evaluate
 from ir.parser import parse_graph
-from ir.transforms import walk_graphs, walk_scopes
+from ir.transforms import holds, walk, walk_graphs, walk_scopes
 from ir.verifier import verify
 from passes import get_pass
 
@@ -103,3 +103,63 @@ def test_pattern_rules_fire_inside_bodies():
     assert "relu" in _ops(g) and "maximum" not in _ops(g)
     for got, want in zip(evaluate(g, args), before):
         np.testing.assert_array_equal(got, want)
+
+
+NESTED = """
+graph @main(%c: bool[], %x: f32[3]) {
+  %a: f32[3] = exp(%x)
+  %r: f32[3] = if(%c, %a) (then: graph @t(%t.a: f32[3]) {
+    %t1: f32[3] = neg(%t.a)
+    %t2: f32[3], %t3: f32[?,3] = loop(%k, %t1) {has_condition=false, num_carried=1} (
+      body: graph @t.body(%t.body.i: i64[], %t.body.s: f32[3]) {
+        %b1: f32[3] = sin(%t.body.s)
+        return %b1, %b1
+      })
+    return %t2
+  }, else: graph @f(%f.a: f32[3]) {
+    %f1: f32[3] = cos(%f.a)
+    return %f1
+  })
+  %z: f32[3] = abs(%r)
+  return %z
+}
+""".replace("%k", "%t.k").replace("graph @t(%t.a: f32[3]) {", "graph @t(%t.a: f32[3]) {\n    const %t.k: i64[] = 2")
+
+
+def _names(graph):
+    return [n.outputs[0].name or n.op for n, _ in walk(graph)]
+
+
+def test_walk_yields_each_node_then_its_nested_graphs_with_their_context():
+    g = parse_graph(NESTED)
+    entered, exited = [], []
+
+    def enter(graph, outer):
+        entered.append(graph.name)
+        return (outer or ()) + (graph.name,)
+
+    seen = [(n.outputs[0].name, ctx) for n, ctx in walk(g, enter=enter, exit=lambda graph, ctx: exited.append(ctx))]
+    assert seen == [("a", ("main",)), ("r", ("main",)), ("t1", ("main", "t")), ("t2", ("main", "t")),
+                    ("b1", ("main", "t", "t.body")), ("f1", ("main", "f")), ("z", ("main",))]
+    assert entered == ["main", "t", "t.body", "f"]
+    assert exited == [("main", "t", "t.body"), ("main", "t"), ("main", "f"), ("main",)]
+
+
+def test_walk_bodies_first_reverse_and_descend():
+    g = parse_graph(NESTED)
+    assert [n.outputs[0].name for n, _ in walk(g, bodies_first=True)] == ["a", "t1", "b1", "t2", "f1", "r", "z"]
+    assert [n.outputs[0].name for n, _ in walk(g, reverse=True)] == ["z", "r", "t2", "b1", "t1", "f1", "a"]
+    assert [n.outputs[0].name for n, _ in walk(g, descend=holds("loop"))] == ["a", "r", "t1", "t2", "f1", "z"]
+    assert [n.outputs[0].name for n, _ in walk(g, descend=holds("sin"))] == ["a", "r", "t1", "t2", "b1", "f1", "z"]
+    assert [n.outputs[0].name for n, _ in walk(g, descend=holds("cos"))] == ["a", "r", "t1", "t2", "f1", "z"]
+
+
+def test_walk_skips_the_bodies_of_a_node_the_pass_replaced():
+    g = parse_graph(NESTED)
+    seen = []
+    for node, _ in walk(g):
+        seen.append(node.outputs[0].name)
+        if node.op == "if":
+            g.replace_all_uses(node.outputs[0], node.inputs[1])
+            g.erase(node)
+    assert seen == ["a", "r", "z"]

@@ -1,4 +1,4 @@
-"""The pattern engine's constant filter (``passes/pattern.py``:
+"""The pattern engine's constant filter (``passes/rewrite/rules.py``:
 ``reads_constant``, ``Rule.needs_constant``): in a graph without constants a
 rule every match of which reads one is never tried, and a rewrite that makes
 the graph's first constant turns it on in the same run; the filter changes
@@ -12,7 +12,7 @@ import numpy as np
 
 from ir.parser import parse_graph
 from ir.printer import print_graph
-from passes.pattern import AnyOf, Const, ConstEq, Op, Rule, Var, apply_rules, reads_constant
+from passes.rewrite import AnyOf, Const, ConstEq, Op, Rule, Var, apply_rules, reads_constant
 
 x = Var("x")
 
@@ -31,12 +31,12 @@ def test_which_patterns_read_a_constant():
 CALLS: list[str] = []
 
 
-def _counting_guard(node) -> bool:
+def _counting_where(node) -> bool:
     CALLS.append(node.op)
     return True
 
 
-MUL_BY_ONE = Rule("mul-by-one-test", Op("mul", x, ConstEq(1)), lambda rw, m: m.x, guard=_counting_guard)
+MUL_BY_ONE = Rule("mul-by-one-test", Op("mul", x, ConstEq(1), where=_counting_where), lambda rw, m: m.x)
 # neg(neg(x)) -> x * 1: makes a constant, which MUL_BY_ONE then removes
 NEG_NEG = Rule("neg-neg-to-mul-one", Op("neg", Op("neg", x)),
                lambda rw, m: rw.add("mul", [m.x, rw.const(np.ones((), np.float32), "one")]))

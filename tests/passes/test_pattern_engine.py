@@ -1,4 +1,4 @@
-"""The pattern-rewrite engine (``passes/pattern.py``): matching (variables,
+"""The pattern-rewrite engine (``passes/rewrite/``): matching (variables,
 constants, commutative operands, alternatives, attributes, single use),
 rules and rule sets, the worklist driver (fixpoint, termination guard,
 dead-code cleanup) and the reasons it gives when a rule does not fire.
@@ -19,7 +19,7 @@ from ir.interpreter import evaluate
 from ir.parser import parse_graph
 from ir.printer import print_graph
 from ir.verifier import verify
-from passes.pattern import (AnyOf, Const, ConstEq, Match, Miss, Op, Rule, RuleSet, Var, apply_rules,
+from passes.rewrite import (AnyOf, Const, ConstEq, Match, Miss, Op, Rule, RuleSet, Var, apply_rules,
                             erase_dead)
 from tests.passes.helpers import assert_same_numbers
 
@@ -383,17 +383,17 @@ def test_reasons_are_traced_and_logged_with_rule_name_and_place(caplog):
           return %z
         }"""
     trace: list[Miss] = []
-    with caplog.at_level(logging.DEBUG, logger="passes.pattern"):
+    with caplog.at_level(logging.DEBUG, logger="passes.rewrite"):
         rewrite([decline, NEG_NEG], text, None, trace=trace)
     assert trace == [Miss("decline", "exp -> %y", "exp is fine as it is"),
                      Miss("neg-neg", "neg -> %z", "%y is not produced by neg")]
-    logged = [r.getMessage() for r in caplog.records if r.name == "passes.pattern"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "passes.rewrite"]
     assert any("decline" in s and decline.defined_at in s and "exp is fine as it is" in s for s in logged), logged
     assert any("neg-neg" in s and "%y is not produced by neg" in s for s in logged), logged
 
 
 def test_fired_rules_are_logged(caplog):
-    with caplog.at_level(logging.DEBUG, logger="passes.pattern"):
+    with caplog.at_level(logging.DEBUG, logger="passes.rewrite"):
         rewrite([NEG_NEG], """
             graph @main(%a: f32[3]) {
               %n: f32[3] = neg(%a)
@@ -638,24 +638,25 @@ graph @main(%x: f32[3]) {
 """
 
 
-def _counting_rule(pattern: Op, guard=None) -> tuple[Rule, list]:
+def _counting_rule(pattern: Op) -> tuple[Rule, list]:
     calls: list = []
 
     def decline(rw, m):
         calls.append(m.root.op)
         return "declines on purpose"
 
-    return Rule("counting", pattern, decline, guard=guard), calls
+    return Rule("counting", pattern, decline), calls
 
 
-@pytest.mark.parametrize("pattern, guard", [
-    (Op("mul", Op("sigmoid", Var()), Var()), None),    # no input is produced by sigmoid
-    (Op("mul", Const(), Var()), None),                 # no input is a constant
-    (Op("mul", Op("exp", Op("neg", Var())), Var()), None),  # exp's input is not a neg (two levels down)
-    (Op("mul", Var(), Var()), lambda node: False),     # the guard says no
+@pytest.mark.parametrize("pattern", [
+    Op("mul", Op("sigmoid", Var()), Var()),            # no input is produced by sigmoid
+    Op("mul", Const(), Var()),                         # no input is a constant
+    Op("mul", Op("exp", Op("neg", Var())), Var()),     # exp's input is not a neg (two levels down)
+    Op("mul", Var(), Var(), where=lambda node: False),  # the root's predicate says no
+    Op("mul", Var(), Var(), any_input=Op("neg", Var())),  # no input at any position is a neg
 ])
-def test_a_rule_that_cannot_fire_is_skipped_unless_a_trace_wants_the_reason(pattern, guard):
-    rule, calls = _counting_rule(pattern, guard)
+def test_a_rule_that_cannot_fire_is_skipped_unless_a_trace_wants_the_reason(pattern):
+    rule, calls = _counting_rule(pattern)
     rewrite([rule], GUARDED, None)
     assert calls == [], "skipped before matching"
     trace: list[Miss] = []
@@ -664,7 +665,7 @@ def test_a_rule_that_cannot_fire_is_skipped_unless_a_trace_wants_the_reason(patt
 
 
 def test_a_rule_that_may_fire_is_matched():
-    rule, calls = _counting_rule(Op("mul", Op("exp", Var()), Var()), guard=lambda node: True)
+    rule, calls = _counting_rule(Op("mul", Op("exp", Var()), Var(), where=lambda node: True))
     rewrite([rule], GUARDED, None)
     assert calls == ["mul"]
 
@@ -676,7 +677,7 @@ def test_rules_whose_root_op_is_absent_visit_no_node():
 
 
 def test_single_use_counts_readers_and_graph_outputs():
-    from passes.pattern import producer, single_use
+    from passes.rewrite import producer, single_use
 
     g = parse_graph("""
         graph @main(%a: f32[3]) {
@@ -692,3 +693,37 @@ def test_single_use_counts_readers_and_graph_outputs():
     assert not single_use(n)                                          # one reader, but a graph output
     assert producer(n, "neg") is n.producer and producer(n, "neg", single=True) is None
     assert producer(m, "exp") is None
+
+
+# -- any_input: some operand, at any position, matches --------------------------------
+def _concat_of(third: str) -> str:
+    return f"""
+        graph @main(%x: f32[2], %y: f32[2]) {{
+          %a: f32[2] = abs(%x)
+          %e: f32[2] = {third}(%y)
+          %c: f32[6] = concat(%a, %x, %e) {{axis=0}}
+          return %c
+        }}"""
+
+
+def test_any_input_matches_an_operand_at_any_position_and_binds_nothing():
+    seen = []
+
+    def record(rw, m):
+        seen.append(sorted(k for k in m._bindings if not isinstance(k, tuple)))
+        seen.append(len(m.nodes))
+        return "declines"
+
+    rule = Rule("concat-reads-exp", Op("concat", rest=Var(), any_input=Op("exp", Var("inner"), single_use=False)),
+                record)
+    rewrite([rule], _concat_of("exp"), None)
+    assert seen == [[], 1]  # matched through the third operand; neither the exp node nor its input is bound
+
+
+def test_any_input_fails_with_each_operands_reason():
+    rule = Rule("concat-reads-exp", Op("concat", rest=Var(), any_input=Op("exp", Var())), lambda rw, m: "declines")
+    trace: list[Miss] = []
+    rewrite([rule], _concat_of("sin"), None, trace=trace)
+    assert [m.reason for m in trace] == ["no input of concat matches: %a is not produced by exp; "
+                                         "%x is not produced by exp; %e is not produced by exp"]
+    assert rule.requires == (frozenset({"concat", "exp"}),) and rule.child_ops == frozenset({"exp"})

@@ -1,4 +1,4 @@
-"""The pattern engine's op filter (``passes/pattern.py``: ``op_requirements``,
+"""The pattern engine's op filter (``passes/rewrite/rules.py``: ``op_requirements``,
 ``Rule.possible``): a rule whose pattern needs ops the graph lacks is never
 tried, and the filter changes no result, also when a rewrite creates the op
 another rule needs.
@@ -15,7 +15,7 @@ import pytest
 from ir.parser import parse_graph
 from ir.printer import print_graph
 from ir.verifier import verify
-from passes.pattern import (MAX_CLAUSES, AnyOf, Const, ConstEq, Miss, Op, Rule, Var, apply_rules,
+from passes.rewrite import (MAX_CLAUSES, AnyOf, Const, ConstEq, Miss, Op, Rule, Var, apply_rules,
                             op_requirements)
 from tests.passes.helpers import assert_same_numbers
 
@@ -108,11 +108,11 @@ def test_no_possible_rule_visits_no_node():
         }""").lstrip())
     calls = []
 
-    def guard(node):
+    def counted(node):
         calls.append(node)
         return True
 
-    rule = Rule("cos-of-sigmoid", Op("cos", Op("sigmoid", x)), lambda rw, m: m.x, guard=guard)
+    rule = Rule("cos-of-sigmoid", Op("cos", Op("sigmoid", x), where=counted), lambda rw, m: m.x)
     assert not apply_rules(g, [rule])
     assert calls == []  # the root op is present, but sigmoid is not: the rule is never tried
     trace: list[Miss] = []
@@ -120,8 +120,9 @@ def test_no_possible_rule_visits_no_node():
     assert [m.rule for m in trace] == ["cos-of-sigmoid"]  # a trace still hears why it missed
 
 
-def test_needs_adds_ops_to_every_requirement():
-    rule = Rule("bypass", Op("add", rest=Var()), lambda rw, m: "declines", needs=("unsqueeze",))
+def test_any_input_adds_its_ops_to_every_requirement():
+    rule = Rule("bypass", Op("add", rest=Var(), any_input=Op("unsqueeze", Var())), lambda rw, m: "declines")
     assert rule.requires == (frozenset({"add", "unsqueeze"}),)
+    assert rule.child_ops == frozenset({"unsqueeze"})
     assert not rule.possible({"add", "mul"})
     assert rule.possible({"add", "unsqueeze"})

@@ -8,9 +8,10 @@ import textwrap
 import numpy as np
 import pytest
 
+from ir.errors import ShapeInferenceError
 from ir.parser import parse_graph
 from passes.base import get_pass
-from passes.shape_inference import ShapeInference, ShapeInferenceError
+from passes.shape_inference import ShapeInference
 from tests.passes.helpers import check_pass, random_inputs
 from tests.shapes.helpers import assert_declared_shapes
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from passes import Pass
-from passes.pattern import ConstEq, Op, Rule, Var, apply_rules
+from passes.rewrite import ConstEq, Op, Rule, Var, apply_rules
 
 x = Var("x")
 RULES = [Rule("max0-to-abs", Op("maximum", x, ConstEq(0)), lambda rw, m: rw.add("abs", [m.x]))]

@@ -51,7 +51,7 @@ class DynamicShapeError(CompileError):
 
 # -- input shapes ------------------------------------------------------------------
 def apply_input_shapes(graph: Graph, input_vars: Sequence, input_shapes: Mapping | None = None,
-                       example_inputs: Sequence | None = None) -> dict[str, int]:
+                       example_shapes: Sequence[tuple[int, ...]] | None = None) -> dict[str, int]:
     """Rename and pin the input dims of a lowered ``graph`` in place.
 
     Args:
@@ -60,9 +60,9 @@ def apply_input_shapes(graph: Graph, input_vars: Sequence, input_shapes: Mapping
         input_shapes: input name (or PyTensor variable) -> one entry per axis:
             an int pins the dim, a str names it (``[A-Za-z_][A-Za-z0-9_]*``),
             None leaves it as it is (or to ``example_inputs``).
-        example_inputs: one array (or anything with ``.shape``) per graph
-            input: every dim not named in ``input_shapes`` is pinned to the
-            example's size.
+        example_shapes: the shape of one example array per graph input
+            (``CompileOptions.example_inputs``): every dim not named in
+            ``input_shapes`` is pinned to the example's size.
 
     Returns:
         The example's size of each dim that stays symbolic (names given in
@@ -72,16 +72,16 @@ def apply_input_shapes(graph: Graph, input_vars: Sequence, input_shapes: Mapping
         InputShapeError: see the class.
     """
     specs = _specs_by_input(graph, input_vars, input_shapes or {})
-    if example_inputs is not None and len(example_inputs) != len(graph.inputs):
-        raise InputShapeError(f"example_inputs has {len(example_inputs)} arrays, the graph takes "
+    if example_shapes is not None and len(example_shapes) != len(graph.inputs):
+        raise InputShapeError(f"example_inputs has {len(example_shapes)} arrays, the graph takes "
                               f"{len(graph.inputs)} inputs ({', '.join(v.name for v in graph.inputs)})")
     mapping: dict[str, Dim] = {}
     sizes: dict[str, int] = {}
     for i, value in enumerate(graph.inputs):
         spec = specs.get(i, (None,) * value.rank)
         example = None
-        if example_inputs is not None:
-            example = tuple(int(n) for n in np.shape(example_inputs[i]))
+        if example_shapes is not None:
+            example = tuple(example_shapes[i])
             if len(example) != value.rank:
                 raise InputShapeError(f"example input {value.name!r} has shape {example}, but the input "
                                       f"has rank {value.rank} ({value.type})")

@@ -43,7 +43,7 @@ class Body:
         self.prefix = f"{parent}{kind}{k}"
         self.graph = Graph(self.prefix)
         _BODIES.add(self.graph)
-        self.ctx = LoweringContext(self.graph, outer.options)
+        self.ctx = LoweringContext(self.graph, outer.options, outer.record)
         self.ctx.source, self.ctx.op_label = outer.source, outer.op_label
         self._names: set[str] = set()
 

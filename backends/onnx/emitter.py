@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Mapping
 
 import onnx
 import onnx_ir as oir
@@ -31,16 +31,18 @@ MIN_OPSET = 18
 PRODUCER = "pytensor-onnx"
 
 
-def emit_model(graph: Graph, options: EmitOptions | None = None, **choices) -> onnx.ModelProto:
+def emit_model(graph: Graph, options: EmitOptions | None = None, *, metadata: Mapping[str, str] | None = None,
+               **choices) -> onnx.ModelProto:
     """Emit ``graph`` as an ONNX model: ``build_model`` serialized with
     ``onnx_ir.serde.serialize_model`` (same arguments, errors and result;
     initializer bytes are copied into the protobuf, so a model past
     protobuf's 2 GB limit cannot be serialized: use ``build_model`` and
     ``save_ir_model``)."""
-    return oir.serde.serialize_model(build_model(graph, options, **choices))
+    return oir.serde.serialize_model(build_model(graph, options, metadata=metadata, **choices))
 
 
-def build_model(graph: Graph, options: EmitOptions | None = None, **choices) -> oir.Model:
+def build_model(graph: Graph, options: EmitOptions | None = None, *, metadata: Mapping[str, str] | None = None,
+                **choices) -> oir.Model:
     """Build ``graph`` as an onnx_ir ``Model`` (not yet serialized).
     Initializers wrap the IR constants' NumPy arrays without copying them.
 
@@ -48,6 +50,9 @@ def build_model(graph: Graph, options: EmitOptions | None = None, **choices) -> 
         graph: a verified IR graph (control-flow ops included).
         options: the ``EmitOptions`` (opset, value_info, numerics,
             float64_conv, silu, gelu, max_pool_nan); None: the defaults.
+        metadata: the model's ``metadata_props`` (key -> text), if any
+            (``compile_to_onnx`` states the input sizes a ``specify_shape``
+            requires there).
         choices: ``EmitOptions`` fields overriding ``options`` one by one
             (``build_model(g, numerics="strict", value_info=True)``);
             ValueError for a value it does not list, TypeError for a name
@@ -66,6 +71,8 @@ def build_model(graph: Graph, options: EmitOptions | None = None, **choices) -> 
     if choices:
         options = dataclasses.replace(options, **choices)
     model = _build(graph, options)
+    if metadata:
+        model.metadata_props.update(metadata)
     if _OBSERVERS:
         for observer in list(_OBSERVERS):
             observer(graph, model, options)

@@ -374,7 +374,8 @@ def _compile(graph, outputs, passes, options: CompileOptions) -> CompiledModel:
         verify(ir_graph, context="after the passes", check_types=False)
         hook_seconds += time.perf_counter() - hook_start
     emit_start = time.perf_counter()
-    onnx_model = build_model(ir_graph, options.emit)
+    metadata = shapes.required_sizes_metadata(shapes.required_sizes(ir_graph, equal_dims))
+    onnx_model = build_model(ir_graph, options.emit, metadata=metadata)
     end = time.perf_counter()
     timings = {"lowering": history[0].seconds, "passes": sum(r.seconds for r in history[1:]),
                "hooks": hook_seconds, "emission": end - emit_start}

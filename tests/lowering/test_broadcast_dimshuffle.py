@@ -107,8 +107,6 @@ def test_equal_dims_are_read_through_an_expansion():
         m.run(np.ones((2, 3), "float32"), np.ones(1, "float32"))
 
 
-@pytest.mark.shapes_disagree("specify_shape pins x_dim0 to 4: the model declares 4 downstream, which run() checks "
-                             "and ONNX's inference, knowing no assertion, leaves x_dim0")
 def test_equal_dims_with_one_symbolic_input_dim():
     # one symbolic dim in all inputs: nothing to group, unless a size is required
     x = pt.tensor("x", dtype="float32", shape=(None, 3))

@@ -250,8 +250,6 @@ def test_boolean_mask_indexing_from_a_compiled_function(make):
             np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.shapes_disagree("specify_shape pins x_dim0 to 3: the model declares 3 downstream, which run() checks "
-                             "and ONNX's inference, knowing no assertion, leaves x_dim0")
 def test_a_violated_specify_shape_on_an_intermediate_value_is_refused_by_run():
     """PyTensor asserts ``specify_shape`` at run time; ONNX has no assertion,
     so ``run`` checks the input dims the specified value's dims are."""

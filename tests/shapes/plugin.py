@@ -15,10 +15,11 @@ untouched, and the models the tests see are the ones they asked for.
 ``CHECKED.models`` counts the models checked (``tests/shapes/test_plugin.py``
 fails when a compilation is not counted).
 
-A test marked ``shapes_disagree`` is not checked: one that emits a wrong
-model on purpose, or whose model declares what ONNX's inference cannot know
-(a size a ``specify_shape`` requires of a symbolic input dim: ``run``
-checks it, ONNX has no assertion); the mark says why.
+A test marked ``shapes_disagree(reason)`` is not checked: one that emits a
+wrong model on purpose, or whose model declares what ONNX's inference cannot
+know. (A size a ``specify_shape`` requires of a symbolic input dim is such a
+fact, but the model states it in its metadata, which the comparison reads:
+``compiler.core.shapes.REQUIRED_SIZES_KEY``.)
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def check_model(graph, model, options) -> None:
     ``value_info=True`` (large weights replaced by external-data
     placeholders of their dtype and shape, so checking a model costs no
     weight-sized memory) is compared by ``onnx_shape_disagreements``."""
-    typed = build_model(graph, dataclasses.replace(options, value_info=True))  # a private copy; not observed
+    typed = build_model(graph, dataclasses.replace(options, value_info=True),  # a private copy; not observed
+                        metadata=dict(model.metadata_props))
     for value in typed.graph.initializers.values():
         tensor = value.const_value
         if tensor is not None and tensor.size > PLACEHOLDER_ELEMENTS:

@@ -7,7 +7,9 @@ input took the name), every graph output has its own name (the IR value's
 name hint when free, else ``output<i>``) and full type. Each IR node is
 emitted by its rule in ``EMITTERS`` (see ``backends/onnx/rules``). Model-local
 functions the rules define (``SiLU``, ``Gelu``) go into the model with an
-opset import of their domain, ``pytensor_onnx``.
+opset import of their domain, ``pytensor_onnx``. ``build_model`` is where
+every emission path ends; ``observing_models`` lets a caller see every model
+it builds (the test suite's shape-agreement check does).
 """
 
 from __future__ import annotations

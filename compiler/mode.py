@@ -31,7 +31,8 @@ compiled: there is no Python fallback.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import dataclasses
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from pytensor.compile.mode import Mode, predefined_linkers, predefined_modes, register_linker, register_mode
@@ -39,6 +40,7 @@ from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.link.basic import JITLinker
 
 from compiler.core.driver import compile_to_onnx
+from compiler.core.options import CompileOptions
 from compiler.lowering.compat import SCAN_PREALLOC_TAG
 
 INCOMPATIBLE_REWRITES = ("cxx_only", "BlasOpt", "fusion", "inplace", "local_careduce_fusion", SCAN_PREALLOC_TAG)
@@ -52,13 +54,16 @@ class ONNXLinker(JITLinker):
 
     Args:
         passes: the pass pipeline (None: ``passes.DEFAULT_PIPELINE``).
-        compile_options: more keyword arguments for ``compile_to_onnx``
-            (``emit_options``, ``input_shapes``, ``check_passes``, ...).
+        compile_options: the ``CompileOptions`` of every compilation, or a
+            dict of them by name (``emit_options``, ``input_shapes``,
+            ``check_passes``, ...); ``bake_shared`` is always False.
         pin_shared_shapes: compile for the shapes the shared variables
             have (recompiling when a call sees other shapes); False keeps
             their dims symbolic.
 
     Attributes:
+        options: the ``CompileOptions`` (validated when the linker is made).
+
         compiled: the ``CompiledModel`` of the last function linked (for
             ``report()``, ``save()``), None before.
     """
@@ -66,11 +71,15 @@ class ONNXLinker(JITLinker):
     required_rewrites = ("minimum_compile",)
     incompatible_rewrites = INCOMPATIBLE_REWRITES
 
-    def __init__(self, passes: Sequence | None = None, compile_options: dict | None = None,
+    def __init__(self, passes: Sequence | None = None, compile_options: CompileOptions | Mapping | None = None,
                  pin_shared_shapes: bool = True, **kwargs):
         super().__init__(**kwargs)
         self.passes = passes
-        self.compile_options = dict(compile_options or {})
+        if isinstance(compile_options, Mapping):
+            options = CompileOptions.of(None, **compile_options)
+        else:
+            options = CompileOptions.of(compile_options)
+        self.options = dataclasses.replace(options, bake_shared=False) if options.bake_shared else options
         self.pin_shared_shapes = pin_shared_shapes
         self.compiled = None
 
@@ -107,10 +116,10 @@ class ONNXLinker(JITLinker):
         return run
 
     def _compile(self, fgraph, shared_shapes: dict):
-        options = dict(self.compile_options)
+        options = self.options
         if shared_shapes:
-            options["input_shapes"] = {**shared_shapes, **options.get("input_shapes", {})}
-        compiled = compile_to_onnx(fgraph, self.passes, bake_shared=False, **options)
+            options = dataclasses.replace(options, input_shapes={**shared_shapes, **options.input_shapes})
+        compiled = compile_to_onnx(fgraph, self.passes, options=options)
         self.compiled = compiled
         positions = [fgraph.inputs.index(v) for v in compiled.input_variables]
         names, outputs, session = compiled.input_names, compiled.output_names, compiled.session
@@ -134,7 +143,7 @@ class ONNXLinker(JITLinker):
         return [storage_map[n] for n in self.fgraph.inputs]
 
     def clone(self, allow_gc=None):
-        return type(self)(self.passes, self.compile_options, self.pin_shared_shapes,
+        return type(self)(self.passes, self.options, self.pin_shared_shapes,
                           allow_gc=self.allow_gc if allow_gc is None else allow_gc)
 
     def __repr__(self) -> str:
@@ -149,7 +158,7 @@ def _c_array(value) -> np.ndarray:
 
 
 def onnx_mode(passes: Sequence | None = None, rewrites: RewriteDatabaseQuery | str = REWRITES, *,
-              pin_shared_shapes: bool = True, **compile_options) -> Mode:
+              pin_shared_shapes: bool = True, options: CompileOptions | None = None, **compile_options) -> Mode:
     """A PyTensor ``Mode`` compiling with ``ONNXLinker``.
 
     Args:
@@ -158,9 +167,17 @@ def onnx_mode(passes: Sequence | None = None, rewrites: RewriteDatabaseQuery | s
             (``REWRITES`` by default; ``RewriteDatabaseQuery(include=
             ["minimum_compile"])`` hands over an almost raw graph).
         pin_shared_shapes: see ``ONNXLinker``.
-        compile_options: keyword arguments for ``compile_to_onnx``.
+        options: a ``CompileOptions`` (None: the defaults).
+        compile_options: options by name, replacing those of ``options``
+            (``compile_to_onnx``'s keyword arguments; ``bake_shared`` is
+            always False in the mode).
+
+    Raises:
+        TypeError, ValueError: a bad option (``CompileOptions``), now rather
+            than when a function is compiled.
     """
-    return Mode(linker=ONNXLinker(passes, compile_options, pin_shared_shapes), optimizer=rewrites)
+    options = CompileOptions.of(options, **compile_options)
+    return Mode(linker=ONNXLinker(passes, options, pin_shared_shapes), optimizer=rewrites)
 
 
 def compiled_model(function):

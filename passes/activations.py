@@ -136,6 +136,16 @@ except as listed here:
   ``ActivationMatching(exact_special_values=True)`` skips the rules in
   ``SPECIAL_VALUE_CHANGES``.
 
+- ``numerics="strict"`` (``ir.numerics``; what ``compile_to_onnx(...,
+  numerics="strict")`` gives the pass) fires only the rules in
+  ``BIT_EXACT``, whose result is the matched graph's bit for bit under the
+  IR's reference semantics (the sign of relu's zero aside, unspecified as in
+  ``np.maximum``): relu-max, relu-clip, leaky-relu, leaky-relu-max,
+  hard-sigmoid and silu, and in float16 only the relu and leaky-relu ones.
+  The others change rounding (GELU, hard-swish, silu-div, softplus, the
+  log-softmax forms: another formula, or PyTensor's float64 accumulator
+  dropped) or special values (``SPECIAL_VALUE_CHANGES``).
+
 The rules run in two rule sets: first the compound activations, then relu
 and silu, so that a relu6 or a clamp inside a hard-swish or hard-sigmoid
 is still a plain ``maximum``/``clip`` when those patterns look at it.
@@ -147,11 +157,12 @@ O(nodes). Constants the rewrites leave unread are for ``dce`` to remove.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
-from ir import Graph, Node, Value
+from ir import DType, Graph, Node, Value
 from ir.ops.common import normalize_axis
 from passes.base import Pass, register_pass
 from passes.rewrite import AnyOf, Const, ConstEq, Match, Op, Rewriter, Rule, RuleSet, Var, apply_rules
@@ -372,6 +383,37 @@ SPECIAL_VALUE_CHANGES = {
 }
 
 
+# Rules whose result is the matched graph's bit for bit under the IR's reference
+# semantics in float32 and float64 (the sign of relu's zero aside, unspecified as in
+# np.maximum): the only ones numerics="strict" fires. In float16 only the relu and
+# leaky-relu ones are (the other fused ops compute in float32 and round once, where the
+# matched graph rounds each step to float16).
+BIT_EXACT = ("relu-max", "relu-clip", "leaky-relu", "leaky-relu-max", "hard-sigmoid", "silu")
+BIT_EXACT_IN_FLOAT16 = ("relu-max", "relu-clip", "leaky-relu", "leaky-relu-max")
+
+
+def _not_in_float16(rule: Rule) -> Rule:
+    """``rule``, declining where its root computes in float16."""
+    rewrite = rule.rewrite
+
+    def unless_float16(rw: Rewriter, m: Match) -> Value | str:
+        if m.root.output.dtype == DType.FLOAT16:
+            return "numerics='strict': in float16 the fused op rounds once where the matched graph rounds each step"
+        return rewrite(rw, m)
+
+    return dataclasses.replace(rule, rewrite=unless_float16)
+
+
+def _keeping(rules: RuleSet, names) -> RuleSet:
+    return RuleSet(r for r in rules if r.name in names)
+
+
+EXACT_SPECIAL_VALUES = tuple(RuleSet(r for r in rules if r.name not in SPECIAL_VALUE_CHANGES)
+                             for rules in (COMPOUND, BASIC))
+STRICT = tuple(RuleSet(r if r.name in BIT_EXACT_IN_FLOAT16 else _not_in_float16(r) for r in _keeping(rules, BIT_EXACT))
+               for rules in (COMPOUND, BASIC))
+
+
 @register_pass
 @dataclass(frozen=True)
 class ActivationMatching(Pass):
@@ -383,16 +425,19 @@ class ActivationMatching(Pass):
     Attributes:
         exact_special_values: skip the rules in ``SPECIAL_VALUE_CHANGES``,
             whose results differ on NaN, infinities or overflow.
+        numerics: ``"strict"`` fires only the ``BIT_EXACT`` rules (float16:
+            ``BIT_EXACT_IN_FLOAT16``); ``"fast"`` or None (alone; a
+            compilation fills in its mode) every rule.
     """
 
     name = "relu-silu"
     visits_nested_graphs = True
     exact_special_values: bool = False
+    numerics: str | None = None
 
     def run(self, graph: Graph) -> bool:
+        rule_sets = STRICT if self.strict else EXACT_SPECIAL_VALUES if self.exact_special_values else (COMPOUND, BASIC)
         changed = False
-        for rules in (COMPOUND, BASIC):
-            if self.exact_special_values:
-                rules = RuleSet(r for r in rules if r.name not in SPECIAL_VALUE_CHANGES)
+        for rules in rule_sets:
             changed = apply_rules(graph, rules) or changed
         return changed

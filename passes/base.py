@@ -9,6 +9,14 @@ point loads a ``Pass`` subclass). A duplicate name is an error.
 ``run_pipeline`` runs passes in order and calls one hook after each: the
 driver's hook verifies, dumps and times; passes contain none of that.
 
+A pass that chooses between forms whose numbers differ declares the field
+``numerics: str | None = None`` (``ir.numerics``): None when it runs alone
+means ``"fast"``, and ``compile_to_onnx`` fills it with the compilation's
+mode (``compiler.core.options.CompileOptions.configure_passes``); a value
+given by the caller is kept. Under ``"strict"`` the pass rewrites only where
+the result stays the matched graph's bit for bit (``ir.numerics``). A plugin
+pass may declare the same field.
+
 A pass states its place in a pipeline with ``after``: the names of passes
 that, when the same list holds them, must run before it (a fact it reads
 that they establish, or a rewrite that must see their result first; a
@@ -37,6 +45,7 @@ from typing import Callable, ClassVar, Sequence
 
 from ir import Graph
 from ir.errors import PassOrderError
+from ir.numerics import check_numerics
 
 ENTRY_POINT_GROUP = "pytensor_onnx.passes"
 
@@ -81,6 +90,10 @@ class Pass(abc.ABC):
     skips an equal pass (same class and options) when its last run returned
     False and no pass has changed the graph since. True for the passes of
     this package; a pass from elsewhere defaults to False (always run).
+
+    ``numerics`` (a field some passes declare, see the module docstring) is
+    checked when the pass is made: ValueError unless None, ``"fast"`` or
+    ``"strict"``; ``strict`` says whether it is ``"strict"``.
     """
 
     name: ClassVar[str] = ""
@@ -98,6 +111,17 @@ class Pass(abc.ABC):
             cls.preserves = tuple(ANALYSES) if ours else ()
         if "deterministic" not in cls.__dict__:
             cls.deterministic = ours
+
+    def __post_init__(self):
+        numerics = getattr(self, "numerics", None)
+        if numerics is not None:
+            check_numerics(numerics, f"{self.name}: numerics")
+
+    @property
+    def strict(self) -> bool:
+        """Whether the pass runs under ``numerics="strict"`` (a declared
+        ``numerics`` field holding it; None and ``"fast"`` are fast)."""
+        return getattr(self, "numerics", None) == "strict"
 
     @abc.abstractmethod
     def run(self, graph: Graph) -> bool:

@@ -61,6 +61,13 @@ folded. NaN in ``x`` propagates as before. Near the limits of the float
 range one form may overflow to Inf where the other does not (``W . x``
 overflowing before a small ``s`` scales it down).
 
+``numerics="strict"`` (``ir.numerics``): the pass does nothing. Rules 1
+and 3 round otherwise than the chain (``s`` distributed into the weights,
+``s`` and ``t`` computed at compile time); ``batch_norm``'s one formula,
+``(x - mean) / sqrt(var + eps) * scale + bias`` (float16 in float32), is
+bit for bit only the first of the spellings rule 2 accepts, and telling
+that spelling apart is not done.
+
 Each add/sub/mul/div node is looked at once, plus once per change of its
 inputs, with at most ``MAX_CHAIN`` steps walked per look: linear time.
 """
@@ -388,8 +395,18 @@ RULES = RuleSet([
 @dataclass(frozen=True)
 class BatchNormFolding(RuleSetPass):
     """Fold per-channel affine chains into convs or make them ``batch_norm``
-    (see the module docstring)."""
+    (see the module docstring).
+
+    Attributes:
+        numerics: ``"strict"`` changes nothing (see the module docstring);
+            ``"fast"`` or None (alone; a compilation fills in its mode)
+            folds.
+    """
 
     name = "batchnorm-folding"
     after = ("conv-recovery", "conv-bias-fusion")  # folds into the conv and its bias
+    numerics: str | None = None
     rules = RULES
+
+    def rule_set(self) -> RuleSet:
+        return RuleSet() if self.strict else RULES

@@ -32,17 +32,20 @@ Rules:
 The conv must have no other reader. ONNX Conv adds its bias to each
 finished dot product, as the separate ``add`` did; only adding two biases
 first (rule 1 with an existing bias) rounds differently: ``(acc + b0) + b``
-becomes ``acc + (b0 + b)``. One visit per add/sub node, O(1) work each
-apart from reshaping a constant bias.
+becomes ``acc + (b0 + b)``. In float16 the conv adds its bias before
+rounding once, where the matched graph rounds the conv's sums first.
+``numerics="strict"`` (``ir.numerics``) declines both cases. One visit per
+add/sub node, O(1) work each apart from reshaping a constant bias.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
-from ir import Dim, Value
+from ir import Dim, DType, Value
 from ir.types import dims_compatible
 from passes.base import register_pass
 from passes.rewrite import Const, Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var
@@ -139,11 +142,36 @@ RULES = RuleSet([
 ])
 
 
+def _bit_exact(rewrite):
+    """``rewrite`` where the fused conv rounds as the matched graph did (the
+    rules under ``numerics="strict"``)."""
+    def strict(rw: Rewriter, m: Match) -> Value | str:
+        if "b0" in m:
+            return "numerics='strict': the two biases would be added first ((acc + b0) + b becomes acc + (b0 + b))"
+        if m.conv.output.dtype == DType.FLOAT16:
+            return "numerics='strict': a float16 conv adds its bias before rounding, the matched graph after"
+        return rewrite(rw, m)
+
+    return strict
+
+
+STRICT_RULES = RuleSet(dataclasses.replace(r, rewrite=_bit_exact(r.rewrite)) for r in RULES)
+
+
 @register_pass
 @dataclass(frozen=True)
 class ConvBiasFusion(RuleSetPass):
-    """Fuse per-channel bias additions into ``conv`` nodes (see the module docstring)."""
+    """Fuse per-channel bias additions into ``conv`` nodes (see the module docstring).
+
+    Attributes:
+        numerics: ``"strict"`` runs ``STRICT_RULES`` (no second bias, no
+            float16); ``"fast"`` or None (alone; a compilation fills in its
+            mode) every rule.
+    """
 
     name = "conv-bias-fusion"
     after = ("conv-recovery",)  # the convs whose bias it finds
-    rules = RULES
+    numerics: str | None = None
+
+    def rule_set(self) -> RuleSet:
+        return STRICT_RULES if self.strict else RULES

@@ -120,6 +120,12 @@ Semantics and assumptions (PyTensor's ``Convolve2d.perform`` is
   element under one no longer makes a NaN (0 * Inf). Finite data agree.
 - A pad value of -0.0 counts as zero (only the sign of an all-pad window's
   zero sum can differ).
+- ``numerics="strict"`` (``ir.numerics``) keeps only what changes no bit
+  beyond the order of the sums' terms: rule 1 declines PyTensor's float64
+  accumulator of a float32 sum (the conv would sum in float32) and float16
+  (the conv rounds once where the matched graph rounds each plane), rule 2
+  declines a -0.0 pad value, rule 5 does not run (skipping zero taps changes
+  what an Inf or NaN under them gives, and the sign of a zero sum).
 
 Each node is matched once plus once per change of its inputs, each match
 doing O(1) work apart from scanning a constant kernel once (rule 5): linear
@@ -128,6 +134,7 @@ in the size of the graph and its kernels.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -487,6 +494,30 @@ CONSTANT_DILATION = RuleSet([
 ])
 
 
+
+# -- numerics="strict" ------------------------------------------------------------
+def strict_channel_sum(rw: Rewriter, m: Match) -> Value | str:
+    """``recover_conv`` where the conv sums what the matched graph sums, in
+    its dtype (rule 1 under ``numerics="strict"``)."""
+    if m.root.op == "cast":
+        return "numerics='strict': PyTensor's float64 accumulator of the float32 channel sum is kept"
+    if m.cv.output.dtype == DType.FLOAT16:
+        return "numerics='strict': a float16 conv rounds once where the matched graph rounds each plane"
+    return recover_conv(rw, m)
+
+
+def strict_fold_pad(rw: Rewriter, m: Match) -> Value | str:
+    """``fold_pad`` of a +0.0 pad only (rule 2 under ``numerics="strict"``)."""
+    if np.signbit(m.pad.inputs[1].const).any():
+        return "numerics='strict': a -0.0 pad gives an all-pad window's sum the sign the conv's +0.0 pads do not"
+    return fold_pad(rw, m)
+
+
+STRICT_REWRITES = {recover_conv: strict_channel_sum, fold_pad: strict_fold_pad}
+STRICT_RULES = RuleSet(dataclasses.replace(r, rewrite=STRICT_REWRITES.get(r.rewrite, r.rewrite))
+                       for r in RULES if r.name != "conv-dilation")
+
+
 @register_pass
 @dataclass(frozen=True)
 class ConvRecovery(RuleSetPass):
@@ -496,10 +527,15 @@ class ConvRecovery(RuleSetPass):
         dilate_constant_kernels: also turn constant kernels with zeros between
             their taps into dilated convs (rule 5 on constants; exact for
             finite inputs only, so off by default).
+        numerics: ``"strict"`` runs ``STRICT_RULES`` (rule 5 never); ``"fast"``
+            or None (alone; a compilation fills in its mode) every rule.
     """
 
     name = "conv-recovery"
     dilate_constant_kernels: bool = False
+    numerics: str | None = None
 
     def rule_set(self) -> RuleSet:
+        if self.strict:
+            return STRICT_RULES
         return RULES + CONSTANT_DILATION if self.dilate_constant_kernels else RULES

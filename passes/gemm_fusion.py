@@ -26,15 +26,18 @@ Batched products (rank > 2), a matmul with other readers and a ``c`` that
 broadcasts the product to a larger shape are left alone. Exact: ``gemm``
 with alpha = beta = 1 is the IR's ``matmul`` then ``add`` (the emitter keeps
 that meaning, bridging dtypes onnxruntime's Gemm lacks); a transpose is
-data movement. The transpose stays for its other readers, if any. One
+data movement. But float16: gemm computes ``a @ b + c`` in float32 and
+rounds once, the matched graph rounds the product first;
+``numerics="strict"`` (``ir.numerics``) declines it. The transpose stays for its other readers, if any. One
 visit per add and gemm node, O(1) work each.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from ir import Value
+from ir import DType, Value
 from passes.base import TYPES, register_pass
 from passes.rewrite import Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var
 from passes.shape_facts import dim_source
@@ -76,12 +79,32 @@ RULES = RuleSet([
 ])
 
 
+def strict_matmul_add(rw: Rewriter, m: Match) -> Value | str:
+    """``matmul_add`` but in float16 (rule 1 under ``numerics="strict"``)."""
+    if m.matmul.output.dtype == DType.FLOAT16:
+        return "numerics='strict': a float16 gemm adds c before rounding once, the matched graph after"
+    return matmul_add(rw, m)
+
+
+STRICT_RULES = RuleSet(dataclasses.replace(r, rewrite=strict_matmul_add) if r.rewrite is matmul_add else r
+                       for r in RULES)
+
+
 @register_pass
 @dataclass(frozen=True)
 class GemmFusion(RuleSetPass):
-    """Fuse 2-D matmul plus bias into gemm (see the module docstring)."""
+    """Fuse 2-D matmul plus bias into gemm (see the module docstring).
+
+    Attributes:
+        numerics: ``"strict"`` runs ``STRICT_RULES`` (no float16 fusion);
+            ``"fast"`` or None (alone; a compilation fills in its mode) every
+            rule.
+    """
 
     name = "gemm-fusion"
     after = ("flatten-recovery",)  # the flatten is the gemm's 2-D operand
     requires = (TYPES,)  # compares the addend's sizes with the product's (dim_source)
-    rules = RULES
+    numerics: str | None = None
+
+    def rule_set(self) -> RuleSet:
+        return STRICT_RULES if self.strict else RULES

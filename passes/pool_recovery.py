@@ -85,7 +85,12 @@ window positions (measured with onnxruntime 1.31 in
 window in another order and, with ``narrow_sums``, in the input dtype where
 PyTensor summed in a wider one (float32 in float64): results differ by the
 rounding of a k*k-term sum (a few ulps; PyTensor vs onnxruntime within
-1e-6 relative in float32 on the tests' data). Average pools are not made
+1e-6 relative in float32 on the tests' data). ``numerics="strict"``
+(``ir.numerics``) recovers only the means that round as the matched graph
+does, up to the order of the sum's terms: not a widened sum (whatever
+``narrow_sums`` says), not float16 (the pool rounds once, the matched graph
+the sum first), and ``sum * (1/n)`` only for n a power of two (else the
+product is not the quotient). Max pools are exact in both modes. Average pools are not made
 for float64 (``RECOVERED_DTYPES``): onnxruntime has no float64 AveragePool,
 and the float64 mean form runs exactly as it is. Nodes left dead (the reshape and
 its run-time shape computation) are erased. Each node is visited once per
@@ -426,13 +431,16 @@ def _count(value: Value) -> int | float | symbolic.Dim:
         and not isinstance(el[0], bool) else None
 
 
-def _mean(rw: Rewriter, m: Match, count: int | float, narrow_sums: bool) -> Value | str:
+def _mean(rw: Rewriter, m: Match, count: int | float, narrow_sums: bool, strict: bool = False) -> Value | str:
     """``m.total / count`` as a pool (rules 2, 4 and 5)."""
     s = sum_of(m.total)
     if isinstance(s, str):
         return s
-    if s.widened and not narrow_sums:
-        return "the sum is computed in a wider dtype than AveragePool's (narrow_sums=False)"
+    if s.widened and (strict or not narrow_sums):
+        return ("the sum is computed in a wider dtype than AveragePool's "
+                + ("(numerics='strict')" if strict else "(narrow_sums=False)"))
+    if strict and m.total.dtype == DType.FLOAT16:
+        return "numerics='strict': a float16 pool rounds once where the matched graph rounds the sum first"
     x = s.source
     if s.reduce is None:  # rule 4: an add tree of strided slices
         grids, rest = _grids(_tree_leaves(x, "add"))
@@ -475,17 +483,19 @@ def _global(rw: Rewriter, op: str, x: Value, axes: tuple[int, ...], kept, count=
     return pooled if kept else rw.add("squeeze", [pooled], {"axes": list(spatial)})
 
 
-def mean_div(rw: Rewriter, m: Match, narrow_sums: bool) -> Value | str:
+def mean_div(rw: Rewriter, m: Match, narrow_sums: bool, strict: bool = False) -> Value | str:
     """sum / count -> avg_pool or global_avg_pool."""
     count = _count(m.count)
     if count is None:
         return "the divisor is not a known constant"
-    return _mean(rw, m, count, narrow_sums)
+    return _mean(rw, m, count, narrow_sums, strict)
 
 
-def mean_mul(rw: Rewriter, m: Match, narrow_sums: bool) -> Value | str:
+def mean_mul(rw: Rewriter, m: Match, narrow_sums: bool, strict: bool = False) -> Value | str:
     """sum * (1/count) -> avg_pool or global_avg_pool, when the factor is
-    exactly 1/count rounded to the dtype (PyTensor's rewrite of a division)."""
+    exactly 1/count rounded to the dtype (PyTensor's rewrite of a division);
+    with ``strict``, only where that product is the quotient bit for bit
+    (count a power of two)."""
     scale = _count(m.scale)
     if not isinstance(scale, (int, float)) or not scale or scale < 0:
         return "the factor is not one positive constant"
@@ -493,7 +503,9 @@ def mean_mul(rw: Rewriter, m: Match, narrow_sums: bool) -> Value | str:
     count = round(1 / scale)
     if count < 1 or dtype.type(1) / dtype.type(count) != dtype.type(scale):
         return f"the factor {scale} is not 1/n for an integer n"
-    return _mean(rw, m, count, narrow_sums)
+    if strict and count & (count - 1):
+        return f"numerics='strict': sum * (1/{count}) rounds otherwise than the pool's sum / {count}"
+    return _mean(rw, m, count, narrow_sums, strict)
 
 
 # -- global max, keepdims, pads (rules 5 and 6) ------------------------------
@@ -534,14 +546,14 @@ def pad_into_pool(rw: Rewriter, m: Match) -> Value | str:
     return rw.add("max_pool", [x], {**pool.attrs, "pads": new})
 
 
-def rules(narrow_sums: bool) -> RuleSet:
+def rules(narrow_sums: bool, strict: bool = False) -> RuleSet:
     """The rules of the pass (see the module docstring); ``narrow_sums`` as
-    the pass option."""
+    the pass option, ``strict`` for ``numerics="strict"``."""
     def mean(rw: Rewriter, m: Match) -> Value | str:
-        return mean_div(rw, m, narrow_sums)
+        return mean_div(rw, m, narrow_sums, strict)
 
     def mean_reciprocal(rw: Rewriter, m: Match) -> Value | str:
-        return mean_mul(rw, m, narrow_sums)
+        return mean_mul(rw, m, narrow_sums, strict)
 
     return RuleSet([
         # reduce_max{window axes}(reshape(x)) -> max_pool(x)
@@ -565,6 +577,7 @@ def rules(narrow_sums: bool) -> RuleSet:
 
 RULES = rules(narrow_sums=True)
 EXACT_SUM_RULES = rules(narrow_sums=False)
+STRICT_RULES = rules(narrow_sums=False, strict=True)
 
 
 @register_pass
@@ -576,11 +589,16 @@ class PoolRecovery(RuleSetPass):
         narrow_sums: also recover means whose sum PyTensor computes in a
             wider dtype than the input (float32 summed in float64): the
             pool sums in the input dtype, a rounding-level difference.
+        numerics: ``"strict"`` runs ``STRICT_RULES`` (no narrowed sum
+            whatever ``narrow_sums`` says, no float16 mean, ``sum * (1/n)``
+            only for n a power of two); ``"fast"`` or None (alone; a
+            compilation fills in its mode) as ``narrow_sums`` says.
     """
 
     name = "pool-recovery"
     requires = (TYPES,)  # window sizes read from dims that shape arithmetic determines
     narrow_sums: bool = True
+    numerics: str | None = None
 
     def rule_set(self) -> RuleSet:
-        return RULES if self.narrow_sums else EXACT_SUM_RULES
+        return STRICT_RULES if self.strict else RULES if self.narrow_sums else EXACT_SUM_RULES

@@ -19,6 +19,7 @@ import onnx_ir as oir
 from backends.onnx.provenance import ORIGINS_KEY, origin_texts
 from ir.errors import EmitError
 from ir.core import Node
+from ir.numerics import NUMERICS
 from ir.types import DType, TensorType
 
 
@@ -33,17 +34,20 @@ def onnx_value(name: str, t: TensorType) -> oir.Value:
     return oir.val(name, onnx_dtype(t.dtype), list(t.shape))
 
 
-NUMERICS = ("fast", "strict")  # EmitOptions.numerics / compile_to_onnx(numerics=...)
-
 FUNCTION_DOMAIN = "pytensor_onnx"  # the domain of the model-local functions
 FUNCTION_DOMAIN_VERSION = 1
 
 
 @dataclass(frozen=True)
 class EmitOptions:
-    """Choices of ONNX form that ``emit_model`` leaves to the caller.
+    """Choices of ONNX form that ``emit_model`` leaves to the caller. In a
+    compilation, ``compiler.core.options.CompileOptions.emit`` derives it.
 
     Attributes:
+        opset: the default-domain opset the model imports (>= 18; the rules
+            use opset-18 operator forms, which later opsets keep).
+        value_info: also declare the type of every node output and
+            initializer (ONNX ``value_info``), symbolic dims included.
         numerics: ``"fast"`` (the default) emits the fastest form within the
             numerics contract (README "Numerics contract"): a float ``where``
             is one Where, SiLU is Sigmoid + Mul, and no other node exists
@@ -72,6 +76,8 @@ class EmitOptions:
             mask so that such windows give NaN, as ``np.max`` does.
     """
 
+    opset: int = 18
+    value_info: bool = False
     numerics: str = "fast"
     float64_conv: str = "exact"
     silu: str = "auto"
@@ -85,7 +91,8 @@ class EmitOptions:
     def __post_init__(self):
         for name, allowed in self.CHOICES.items():
             if getattr(self, name) not in allowed:
-                raise ValueError(f"emit option {name}={getattr(self, name)!r}: must be one of {allowed}")
+                raise ValueError(f"emit option {name}={getattr(self, name)!r}: accepted values are "
+                                 f"{', '.join(map(repr, allowed))}")
 
     @property
     def strict(self) -> bool:
@@ -164,13 +171,13 @@ class EmitContext:
             ``(name, overload)``.
     """
 
-    def __init__(self, namer: Namer, options: EmitOptions | None = None, opset: int = 18) -> None:
+    def __init__(self, namer: Namer, options: EmitOptions | None = None) -> None:
         self.namer = namer
         self.nodes: list[oir.Node] = []
         self.initializers: list[oir.Value] = []
         self.node: Node | None = None
         self.options = options or EmitOptions()
-        self.opset = opset
+        self.opset = self.options.opset
         self.functions: dict[tuple[str, str], oir.Function] = {}
         self._consts: dict[tuple, oir.Value] = {}
         self._stamps: dict[tuple, tuple[str, str]] = {}  # provenance texts per origins tuple
@@ -319,7 +326,7 @@ class FunctionContext(EmitContext):
     the primitive form of the same computation."""
 
     def __init__(self, outer: EmitContext) -> None:
-        super().__init__(Namer(), outer.options, outer.opset)
+        super().__init__(Namer(), outer.options)
         self.functions = outer.functions
 
     def initializer(self, array: np.ndarray, base: str) -> oir.Value:

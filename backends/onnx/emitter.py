@@ -7,10 +7,16 @@ input took the name), every graph output has its own name (the IR value's
 name hint when free, else ``output<i>``) and full type. Each IR node is
 emitted by its rule in ``EMITTERS`` (see ``backends/onnx/rules``). Model-local
 functions the rules define (``SiLU``, ``Gelu``) go into the model with an
-opset import of their domain, ``pytensor_onnx``.
+opset import of their domain, ``pytensor_onnx``. ``build_model`` is where
+every emission path ends; ``observing_models`` lets a caller see every model
+it builds (the test suite's shape-agreement check does).
 """
 
 from __future__ import annotations
+
+import contextlib
+import dataclasses
+from typing import Callable, Iterator, Mapping
 
 import onnx
 import onnx_ir as oir
@@ -27,49 +33,88 @@ MIN_OPSET = 18
 PRODUCER = "pytensor-onnx"
 
 
-def emit_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float64_conv: str = "exact",
-               silu: str = "auto", gelu: str = "function", max_pool_nan: str = "native",
-               value_info: bool = False) -> onnx.ModelProto:
+def emit_model(graph: Graph, options: EmitOptions | None = None, *, metadata: Mapping[str, str] | None = None,
+               **choices) -> onnx.ModelProto:
     """Emit ``graph`` as an ONNX model: ``build_model`` serialized with
     ``onnx_ir.serde.serialize_model`` (same arguments, errors and result;
     initializer bytes are copied into the protobuf, so a model past
     protobuf's 2 GB limit cannot be serialized: use ``build_model`` and
     ``save_ir_model``)."""
-    return oir.serde.serialize_model(build_model(graph, opset=opset, numerics=numerics, float64_conv=float64_conv,
-                                                 silu=silu, gelu=gelu, max_pool_nan=max_pool_nan,
-                                                 value_info=value_info))
+    return oir.serde.serialize_model(build_model(graph, options, metadata=metadata, **choices))
 
 
-def build_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float64_conv: str = "exact",
-                silu: str = "auto", gelu: str = "function", max_pool_nan: str = "native",
-                value_info: bool = False) -> oir.Model:
+def build_model(graph: Graph, options: EmitOptions | None = None, *, metadata: Mapping[str, str] | None = None,
+                **choices) -> oir.Model:
     """Build ``graph`` as an onnx_ir ``Model`` (not yet serialized).
     Initializers wrap the IR constants' NumPy arrays without copying them.
 
     Args:
         graph: a verified IR graph (control-flow ops included).
-        opset: the default-domain opset to import; the rules use opset-18
-            operator forms, which later opsets keep.
-        numerics, float64_conv, silu, gelu, max_pool_nan: see ``EmitOptions``
-            (ValueError for a value it does not list).
-        value_info: also declare the type of every node output and
-            initializer (ONNX ``value_info``), symbolic dims included;
-            without it only graph inputs and outputs have declared types.
+        options: the ``EmitOptions`` (opset, value_info, numerics,
+            float64_conv, silu, gelu, max_pool_nan); None: the defaults.
+        metadata: the model's ``metadata_props`` (key -> text), if any
+            (``compile_to_onnx`` states the input sizes a ``specify_shape``
+            requires there).
+        choices: ``EmitOptions`` fields overriding ``options`` one by one
+            (``build_model(g, numerics="strict", value_info=True)``);
+            ValueError for a value it does not list, TypeError for a name
+            that is no field.
 
     Returns:
         An ``onnx_ir.Model`` (IR version 10) that computes, for each graph
-        output, what ``ir.interpreter.evaluate`` computes.
+        output, what ``ir.interpreter.evaluate`` computes. Every model built
+        is shown to the observers of ``observing_models`` first.
 
     Raises:
         EmitError: an op without a rule or without an exact ONNX form for its
             dtypes; an unnamed or duplicated graph input name; opset < 18.
     """
+    options = options or EmitOptions()
+    if choices:
+        options = dataclasses.replace(options, **choices)
+    model = _build(graph, options)
+    if metadata:
+        model.metadata_props.update(metadata)
+    if _OBSERVERS:
+        for observer in list(_OBSERVERS):
+            observer(graph, model, options)
+    return model
+
+
+ModelObserver = Callable[[Graph, oir.Model, EmitOptions], None]
+_OBSERVERS: list[ModelObserver] = []
+
+
+@contextlib.contextmanager
+def observing_models(observer: ModelObserver) -> Iterator[None]:
+    """Within the block, call ``observer(graph, model, options)`` for every
+    model ``build_model`` builds (``emit_model`` and ``compile_to_onnx``
+    included: every emission path ends there), after building it and before
+    returning it; an exception the observer raises propagates to the caller
+    of ``build_model``. While an observer runs, models it builds itself are
+    not observed. The test suite's shape-agreement check
+    (``tests/shapes/plugin.py``) is such an observer."""
+    def guarded(graph: Graph, model: oir.Model, options: EmitOptions) -> None:
+        _OBSERVERS.remove(guarded)
+        try:
+            observer(graph, model, options)
+        finally:
+            _OBSERVERS.append(guarded)
+
+    _OBSERVERS.append(guarded)
+    try:
+        yield
+    finally:
+        _OBSERVERS.remove(guarded)
+
+
+def _build(graph: Graph, options: EmitOptions) -> oir.Model:
+    """``build_model``'s work, unobserved."""
+    opset = options.opset
     if opset < MIN_OPSET:
         raise EmitError(f"opset {opset} is not supported: the ONNX rules need opset >= {MIN_OPSET}")
-    options = EmitOptions(numerics=numerics, float64_conv=float64_conv, silu=silu, gelu=gelu,
-                          max_pool_nan=max_pool_nan)
     namer = Namer()
-    ctx = EmitContext(namer, options, opset)
+    ctx = EmitContext(namer, options)
     env: dict[Value, oir.Value] = {}
 
     inputs = []
@@ -87,7 +132,7 @@ def build_model(graph: Graph, *, opset: int = 18, numerics: str = "fast", float6
     output_names = _reserve_output_names(graph, namer)
     emit_nodes(ctx, graph, env)
 
-    if value_info:
+    if options.value_info:
         _declare_types(graph, env, ctx.initializers)
     outputs = []
     claimed = set()  # the ONNX values already graph outputs

@@ -23,13 +23,13 @@ import numpy as np
 import onnx
 import onnx_ir as oir
 
-from backends.onnx import PROTOBUF_LIMIT, build_model, initializer_bytes, make_session, save_ir_model
-from backends.onnx.context import NUMERICS
+from backends.onnx import build_model, initializer_bytes, make_session, save_ir_model
 from compiler.core import shapes
+from compiler.core.options import CompileOptions
 from compiler.lowering import graph_spec, lower
 from compiler.core.pass_check import PassChecker
 from compiler.core.report import format_report
-from compiler.core.validation import check_compile_args, check_run_inputs, equal_dim_groups
+from compiler.core.validation import check_pass_list, check_run_inputs, equal_dim_groups
 from ir import Graph
 from ir.printer import print_graph
 from ir.verifier import verify
@@ -61,13 +61,11 @@ class CompiledModel:
             onnx_ir model) and ``serialization`` (to the ``ModelProto``).
         equal_dims: groups of ``(input name, axis)`` PyTensor requires equal
             (``compiler.core.validation.equal_dim_groups``), checked by ``run``.
-        external_data_threshold: initializer bytes past which ``save`` and
-            ``session`` keep the weights in an external data file
-            (protobuf's 2 GB limit by default).
         random_inputs: under ``random="inputs"``, one
             ``compiler.lowering.rules.random.RandomInput`` per noise input
             (name, distribution, ``"normal"``/``"uniform"`` noise, dtype,
             shape, source line), in input order after ``input_variables``.
+        options: the ``CompileOptions`` of the compilation.
     """
 
     onnx_model: Any
@@ -80,8 +78,8 @@ class CompiledModel:
     rewrites: RewriteLog = field(default_factory=RewriteLog, repr=False)
     timings: dict[str, float] = field(default_factory=dict)
     equal_dims: list = field(default_factory=list)
-    external_data_threshold: int = PROTOBUF_LIMIT
     random_inputs: list = field(default_factory=list)
+    options: CompileOptions = field(default_factory=CompileOptions)
     _model: Any = field(default=None, repr=False)
     _session: Any = field(default=None, repr=False)
     _tmpdir: Any = field(default=None, repr=False)
@@ -98,6 +96,13 @@ class CompiledModel:
                 self._model = oir.serde.serialize_model(self.onnx_model)
             self.timings["serialization"] = time.perf_counter() - start
         return self._model
+
+    @property
+    def external_data_threshold(self) -> int:
+        """Initializer bytes past which ``save`` and ``session`` keep the
+        weights in an external data file (``options.external_data_threshold``:
+        protobuf's 2 GB limit by default)."""
+        return self.options.external_data_threshold
 
     @property
     def uses_external_data(self) -> bool:
@@ -180,89 +185,93 @@ class CompiledModel:
     __call__ = run
 
 
-def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, outputs=None, opset: int = 18,
-                    dump_ir: str | os.PathLike | None = None, bake_shared: bool = True,
-                    verify_each_pass: bool = False, keep_ir: bool = False, full_weights: bool = False,
-                    name: str = "main",
-                    emit_options: dict | None = None,
-                    input_shapes: dict | None = None, example_inputs: Sequence | None = None,
-                    check_dynamic: bool = False, value_info: bool = False,
-                    numerics: str = "fast",
-                    check_passes: int = 0, reproducer_dir: str | os.PathLike | None = None,
-                    opt_bisect_limit: int | None = None,
-                    external_data_threshold: int = PROTOBUF_LIMIT, assertions: str = "drop",
-                    random: str | None = None) -> CompiledModel:
+def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, outputs=None,
+                    options: CompileOptions | None = None, **kwargs) -> CompiledModel:
     """Compile a PyTensor graph into an ONNX model.
 
     Args:
         graph: a ``FunctionGraph``, a compiled ``pytensor.function`` (default,
             Numba or C mode), or a list of input variables (then ``outputs``).
         passes: pass objects or registered pass names; None runs
-            ``passes.DEFAULT_PIPELINE``; ``[]`` runs none.
+            ``passes.DEFAULT_PIPELINE``; ``[]`` runs none. A pass field the
+            compilation fills (``numerics``; see
+            ``CompileOptions.configure_passes``) keeps a value given here.
         outputs: the output variables when ``graph`` is a list of inputs.
-        opset: the ONNX default-domain opset to emit (18).
-        dump_ir: a directory; receives ``00-lowered.ir`` and ``NN-<pass>.ir``
-            after each pass.
-        bake_shared: shared variables become initializers holding their
-            current value (True) or stay graph inputs (False).
-        verify_each_pass: run the full IR verifier (type rules included)
-            after lowering and after each pass, so the first pass that breaks
-            the IR is named (a debugging option: it costs about as much as
-            the passes). Off, one structural check (``verify(...,
-            check_types=False)``) runs after the last pass.
-        keep_ir: keep the IR text after every stage in
-            ``history[i].ir_text`` (else those are None).
-        full_weights: print constants of more than 16 elements in full
-            (base64, parseable) in ``history`` texts and ``dump_ir`` files,
-            instead of a ``<shape dtype sha256:prefix>`` digest.
-        name: the ONNX graph name.
-        emit_options: keyword options for ``emit_model`` (``float64_conv``,
-            ``silu``, ``gelu``, ``max_pool_nan``; see
-            ``backends.onnx.EmitOptions``).
-        input_shapes: input name (or PyTensor variable) -> one entry per
-            axis: an int pins the dim, a str names it (``("batch", 1, 28,
-            28)``), None keeps it (unknown dims are named ``<input>_dim<axis>``).
-        example_inputs: one array per ONNX input: the model is specialized
-            to their shapes (every dim static, shape arithmetic folded by the
-            passes), except dims ``input_shapes`` names.
-        check_dynamic: after emitting, run the model in onnxruntime at two
-            sizes of every symbolic input dim and compare with PyTensor
-            (``compiler.core.shapes.check_dynamic``).
-        value_info: declare the type of every intermediate value and initializer in the model.
-        assertions: what ``CheckAndRaise``/``Assert`` nodes become (ONNX
-            cannot raise): ``"drop"`` (the guarded value; one
-            ``DroppedAssertionWarning`` lists them with their source lines)
-            or ``"nan"`` (the guarded value is NaN where a condition fails).
-            PyMC's ``CheckParameterValue`` is always ``where(cond, x, -inf)``.
-        random: what random variables become (``compiler/lowering/rules/random.py``):
-            None (default: unsupported), ``"inputs"`` (each draw is an exact
-            transform of standard noise that is a new model input, after the
-            others; described by ``CompiledModel.random_inputs``) or
-            ``"onnx"`` (the noise comes from ONNX ``RandomUniformLike``/
-            ``RandomNormalLike`` nodes seeded from the PyTensor generator's
-            state: new draws at every run). Generator updates are dropped.
-        numerics: ``"fast"`` (default): the fastest ONNX form within the
-            numerics contract (README "Numerics contract": exact dtypes,
-            integer results, rounding, comparisons, NaN/inf positions and
-            shapes; float values within a bound per op family; the sign of
-            a zero may differ). ``"strict"``: the bit-exact forms wherever
-            the emitter has them (NumPy's sign of zero included).
-        check_passes: evaluate the IR with the interpreter on this many
-            random input sets before and after each pass; the first pass
-            that changes a result raises ``PassCheckError`` after writing a
-            reproducer (``compiler.core.pass_check``).
-        reproducer_dir: where ``check_passes`` writes its reproducer
-            (default: a new temporary directory).
-        opt_bisect_limit: stop rewriting after this many rewrites (one
-            pattern-rule application, or one changing run of a pass that
-            does not use the pattern engine; ``passes.rewrite_log``), to
-            bisect a miscompile.
-        external_data_threshold: initializer bytes past which the model's
-            weights live in an external data file (``save``, ``session``);
-            protobuf's 2 GB limit by default.
+        options: a ``compiler.core.options.CompileOptions`` (None: the
+            defaults); keyword arguments replace its fields.
+        kwargs: the options by name (each is a field of ``CompileOptions``,
+            whose docstring says more):
+
+            - ``numerics``: ``"fast"`` (default): the fastest ONNX form
+              within the numerics contract (README "Numerics contract": exact
+              dtypes, integer results, rounding, comparisons, NaN/inf
+              positions and shapes; float values within a bound per op
+              family; the sign of a zero may differ). ``"strict"``: the
+              bit-exact forms wherever the emitter has them (NumPy's sign of
+              zero included), and the passes that choose a form rewrite only
+              where the result stays bit for bit the graph's (``relu-silu``,
+              ``conv-recovery``, ``conv-bias-fusion``, ``batchnorm-folding``,
+              ``pool-recovery``, ``gemm-fusion``; ``ir.numerics``).
+            - ``bake_shared``: shared variables become initializers holding
+              their current value (True) or stay graph inputs (False).
+            - ``assertions``: what ``CheckAndRaise``/``Assert`` nodes become
+              (ONNX cannot raise): ``"drop"`` (default: the guarded value; one
+              ``DroppedAssertionWarning`` lists them with their source lines)
+              or ``"nan"`` (the guarded value is NaN where a condition
+              fails). PyMC's ``CheckParameterValue`` is always
+              ``where(cond, x, -inf)``.
+            - ``random``: what random variables become
+              (``compiler/lowering/rules/random.py``): None (default:
+              unsupported), ``"inputs"`` (each draw is an exact transform of
+              standard noise that is a new model input, after the others;
+              described by ``CompiledModel.random_inputs``) or ``"onnx"``
+              (the noise comes from ONNX ``RandomUniformLike``/
+              ``RandomNormalLike`` nodes seeded from the PyTensor generator's
+              state: new draws at every run). Generator updates are dropped.
+            - ``input_shapes``: input name (or PyTensor variable) -> one entry
+              per axis: an int pins the dim, a str names it (``("batch", 1,
+              28, 28)``), None keeps it (unknown dims are named
+              ``<input>_dim<axis>``).
+            - ``example_inputs``: one array per ONNX input: the model is
+              specialized to their shapes (every dim static, shape arithmetic
+              folded by the passes), except dims ``input_shapes`` names.
+            - ``check_dynamic``: after emitting, run the model in onnxruntime
+              at two sizes of every symbolic input dim and compare with
+              PyTensor (``compiler.core.shapes.check_dynamic``).
+            - ``opset``: the ONNX default-domain opset to emit (18).
+            - ``name``: the ONNX graph name (``"main"``).
+            - ``value_info``: declare the type of every intermediate value
+              and initializer in the model.
+            - ``emit_options``: emitter choices (``float64_conv``, ``silu``,
+              ``gelu``, ``max_pool_nan``; see ``backends.onnx.EmitOptions``).
+            - ``external_data_threshold``: initializer bytes past which the
+              model's weights live in an external data file (``save``,
+              ``session``); protobuf's 2 GB limit by default.
+            - ``verify_each_pass``: run the full IR verifier (type rules
+              included) after lowering and after each pass, so the first
+              pass that breaks the IR is named (a debugging option: it costs
+              about as much as the passes). Off, one structural check
+              (``verify(..., check_types=False)``) runs after the last pass.
+            - ``keep_ir``: keep the IR text after every stage in
+              ``history[i].ir_text`` (else those are None).
+            - ``dump_ir``: a directory; receives ``00-lowered.ir`` and
+              ``NN-<pass>.ir`` after each pass.
+            - ``full_weights``: print constants of more than 16 elements in
+              full (base64, parseable) in ``history`` texts and ``dump_ir``
+              files, instead of a ``<shape dtype sha256:prefix>`` digest.
+            - ``check_passes``: evaluate the IR with the interpreter on this
+              many random input sets before and after each pass; the first
+              pass that changes a result raises ``PassCheckError`` after
+              writing a reproducer (``compiler.core.pass_check``).
+            - ``reproducer_dir``: where ``check_passes`` writes its
+              reproducer (default: a new temporary directory).
+            - ``opt_bisect_limit``: stop rewriting after this many rewrites
+              (one pattern-rule application, or one changing run of a pass
+              that does not use the pattern engine; ``passes.rewrite_log``),
+              to bisect a miscompile.
 
     Returns:
-        A ``CompiledModel``.
+        A ``CompiledModel`` (its ``options`` is the ``CompileOptions`` used).
 
     Raises:
         A bad argument is a plain ``TypeError``/``ValueError``; every failure
@@ -270,13 +279,15 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
         exported as ``compiler.CompileError``; the hierarchy is drawn in
         ``ir/errors.py``):
 
-        ValueError: an unknown ``assertions`` mode or ``random`` policy,
-            ``check_dynamic`` with a ``random`` policy; ``numerics`` is not ``"fast"`` or ``"strict"``, or
-            ``emit_options`` also sets it.
-        TypeError, ValueError: a bad argument (``passes``, ``opset``,
-            ``emit_options``, empty ``outputs``, an input given twice; see
-            ``compiler.core.validation.check_compile_args``), naming it and the
-            accepted values.
+        TypeError, ValueError: a bad option (see ``CompileOptions``: an
+            unknown ``numerics``, ``assertions`` or ``random``,
+            ``check_dynamic`` with a ``random`` policy, ``opset`` outside
+            ``[18, max_opset()]``, an unknown ``emit_options`` key or value
+            or ``numerics`` among them, a flag that is not a bool, ...), an
+            unknown option name, a bad ``passes`` list
+            (``compiler.core.validation.check_pass_list``), empty
+            ``outputs``, an input given twice; each naming the argument and
+            the accepted values.
         compiler.lowering.errors.UnsupportedOpsError: the graph holds ops with no
             lowering (all listed, with source lines), or inputs/outputs of a
             type with no ONNX equivalent (complex, sparse, typed lists, None).
@@ -290,15 +301,10 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
         compiler.core.pass_check.PassCheckError: ``check_passes`` found a pass
             that changed the results.
     """
-    if numerics not in NUMERICS:
-        raise ValueError(f"numerics={numerics!r}: must be one of {', '.join(map(repr, NUMERICS))}")
-    if emit_options and "numerics" in emit_options:
-        raise ValueError("pass numerics to compile_to_onnx, not in emit_options")
+    options = CompileOptions.of(options, **kwargs)
+    check_pass_list(passes)
     with _gc_paused():
-        return _compile(graph, passes, outputs, opset, dump_ir, bake_shared, verify_each_pass, keep_ir,
-                        full_weights, name, emit_options, input_shapes, example_inputs, check_dynamic, value_info,
-                        numerics, check_passes, reproducer_dir, opt_bisect_limit, external_data_threshold, assertions,
-                        random)
+        return _compile(graph, outputs, passes, options)
 
 
 @contextlib.contextmanager
@@ -319,42 +325,35 @@ def _gc_paused():
             gc.enable()
 
 
-def _compile(graph, passes, outputs, opset, dump_ir, bake_shared, verify_each_pass, keep_ir, full_weights,
-             name, emit_options, input_shapes, example_inputs, check_dynamic, value_info,
-             numerics, check_passes, reproducer_dir, opt_bisect_limit,
-             external_data_threshold, assertions, random) -> CompiledModel:
+def _compile(graph, outputs, passes, options: CompileOptions) -> CompiledModel:
     start = time.perf_counter()
-    check_compile_args(passes=passes, opset=opset, emit_options=emit_options, bake_shared=bake_shared,
-                       verify_each_pass=verify_each_pass, name=name)
-    if check_dynamic and random is not None:
-        raise ValueError("check_dynamic compares the model with PyTensor, which random draws cannot match; "
-                         "use it without random=")
-    lowered = lower(graph_spec(graph, outputs), bake_shared=bake_shared, name=name, assertions=assertions,
-                    random=random)
+    lowered = lower(graph_spec(graph, outputs), options.lowering)
     ir_graph = lowered.graph
     equal_dims = equal_dim_groups(lowered)
-    example_sizes = shapes.apply_input_shapes(ir_graph, lowered.input_vars, input_shapes, example_inputs)
+    example_sizes = shapes.apply_input_shapes(ir_graph, lowered.input_vars, options.input_shapes,
+                                              options.example_inputs)
     history: list[PassRecord] = []
-    dump_dir = Path(dump_ir) if dump_ir is not None else None
+    dump_dir = Path(options.dump_ir) if options.dump_ir is not None else None
     if dump_dir is not None:
         dump_dir.mkdir(parents=True, exist_ok=True)
     hook_seconds = 0.0
+    keep_text = options.keep_ir or dump_dir is not None
 
     def record(stage: str, changed: bool, seconds: float) -> None:
         nonlocal hook_seconds
         hook_start = time.perf_counter()
-        if verify_each_pass:
+        if options.verify_each_pass:
             verify(ir_graph, context=f"after {stage}")
-        text = print_graph(ir_graph, full_weights=full_weights) if keep_ir or dump_dir is not None else None
-        history.append(PassRecord(stage, changed, seconds, len(ir_graph), text if keep_ir else None))
+        text = print_graph(ir_graph, full_weights=options.full_weights) if keep_text else None
+        history.append(PassRecord(stage, changed, seconds, len(ir_graph), text if options.keep_ir else None))
         if dump_dir is not None:
             (dump_dir / f"{len(history) - 1:02d}-{stage}.ir").write_text(text)
         hook_seconds += time.perf_counter() - hook_start
 
     record("lowered", True, time.perf_counter() - start)
-    pipeline = resolve_passes(DEFAULT_PIPELINE if passes is None else passes)
-    rewrites = RewriteLog(limit=opt_bisect_limit)
-    checker = PassChecker(ir_graph, check_passes, reproducer_dir) if check_passes else None
+    pipeline = options.configure_passes(resolve_passes(DEFAULT_PIPELINE if passes is None else passes))
+    rewrites = RewriteLog(limit=options.opt_bisect_limit)
+    checker = PassChecker(ir_graph, options.check_passes, options.reproducer_dir) if options.check_passes else None
     counted = [0]
 
     def before(p: Pass, g: Graph) -> bool:
@@ -370,22 +369,22 @@ def _compile(graph, passes, outputs, opset, dump_ir, bake_shared, verify_each_pa
 
     with observing(rewrites):
         run_pipeline(ir_graph, pipeline, after, before)
-    if not verify_each_pass:
+    if not options.verify_each_pass:
         hook_start = time.perf_counter()
         verify(ir_graph, context="after the passes", check_types=False)
         hook_seconds += time.perf_counter() - hook_start
     emit_start = time.perf_counter()
-    onnx_model = build_model(ir_graph, opset=int(opset), value_info=value_info, numerics=numerics,
-                             **(emit_options or {}))
+    metadata = shapes.required_sizes_metadata(shapes.required_sizes(ir_graph, equal_dims))
+    onnx_model = build_model(ir_graph, options.emit, metadata=metadata)
     end = time.perf_counter()
     timings = {"lowering": history[0].seconds, "passes": sum(r.seconds for r in history[1:]),
                "hooks": hook_seconds, "emission": end - emit_start}
     compiled = CompiledModel(onnx_model, ir_graph, history, [v.name for v in ir_graph.inputs],
                              [o.name for o in onnx_model.graph.outputs], end - start, timings=timings,
                              input_variables=list(lowered.input_vars), rewrites=rewrites,
-                             equal_dims=equal_dims, external_data_threshold=external_data_threshold,
-                             random_inputs=list(lowered.random_inputs))
-    if check_dynamic:
+                             equal_dims=equal_dims, random_inputs=list(lowered.random_inputs),
+                             options=options)
+    if options.check_dynamic:
         shapes.check_dynamic(compiled.model, ir_graph, lowered.input_vars, lowered.output_vars,
                              example_sizes=example_sizes, session=compiled.session)
     return compiled

@@ -11,6 +11,9 @@
 * ``check_dynamic``: run the emitted model in onnxruntime at two sizes for
   every symbolic input dim and compare with PyTensor, so a dim that silently
   became static is caught at compile time.
+* ``required_sizes``: the size a ``specify_shape`` requires of a symbolic
+  input dim, which ``CompiledModel.run`` checks and the model states in its
+  ``metadata_props[REQUIRED_SIZES_KEY]`` (ONNX has no assertion).
 * ``onnx_shape_disagreements``: compare the shapes we declare (graph outputs
   and ``value_info``) with ``onnx.shape_inference.infer_shapes``.
 """
@@ -18,6 +21,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any, Mapping, Sequence
 
@@ -33,6 +37,7 @@ from ir import symbolic as sym
 from ir.types import Dim
 
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+REQUIRED_SIZES_KEY = "pytensor_onnx.required_sizes"  # model metadata: JSON {input dim name: size}
 
 
 class InputShapeError(CompileError):
@@ -51,7 +56,7 @@ class DynamicShapeError(CompileError):
 
 # -- input shapes ------------------------------------------------------------------
 def apply_input_shapes(graph: Graph, input_vars: Sequence, input_shapes: Mapping | None = None,
-                       example_inputs: Sequence | None = None) -> dict[str, int]:
+                       example_shapes: Sequence[tuple[int, ...]] | None = None) -> dict[str, int]:
     """Rename and pin the input dims of a lowered ``graph`` in place.
 
     Args:
@@ -60,9 +65,9 @@ def apply_input_shapes(graph: Graph, input_vars: Sequence, input_shapes: Mapping
         input_shapes: input name (or PyTensor variable) -> one entry per axis:
             an int pins the dim, a str names it (``[A-Za-z_][A-Za-z0-9_]*``),
             None leaves it as it is (or to ``example_inputs``).
-        example_inputs: one array (or anything with ``.shape``) per graph
-            input: every dim not named in ``input_shapes`` is pinned to the
-            example's size.
+        example_shapes: the shape of one example array per graph input
+            (``CompileOptions.example_inputs``): every dim not named in
+            ``input_shapes`` is pinned to the example's size.
 
     Returns:
         The example's size of each dim that stays symbolic (names given in
@@ -72,16 +77,16 @@ def apply_input_shapes(graph: Graph, input_vars: Sequence, input_shapes: Mapping
         InputShapeError: see the class.
     """
     specs = _specs_by_input(graph, input_vars, input_shapes or {})
-    if example_inputs is not None and len(example_inputs) != len(graph.inputs):
-        raise InputShapeError(f"example_inputs has {len(example_inputs)} arrays, the graph takes "
+    if example_shapes is not None and len(example_shapes) != len(graph.inputs):
+        raise InputShapeError(f"example_inputs has {len(example_shapes)} arrays, the graph takes "
                               f"{len(graph.inputs)} inputs ({', '.join(v.name for v in graph.inputs)})")
     mapping: dict[str, Dim] = {}
     sizes: dict[str, int] = {}
     for i, value in enumerate(graph.inputs):
         spec = specs.get(i, (None,) * value.rank)
         example = None
-        if example_inputs is not None:
-            example = tuple(int(n) for n in np.shape(example_inputs[i]))
+        if example_shapes is not None:
+            example = tuple(example_shapes[i])
             if len(example) != value.rank:
                 raise InputShapeError(f"example input {value.name!r} has shape {example}, but the input "
                                       f"has rank {value.rank} ({value.type})")
@@ -314,6 +319,33 @@ def _sizes_text(sizes: Mapping[str, int]) -> str:
 
 
 # -- agreement with ONNX shape inference --------------------------------------------
+def required_sizes(graph: Graph, equal_dims: Sequence) -> dict[str, int]:
+    """The size each symbolic input dim of ``graph`` must have: for every
+    group of ``equal_dims`` (``compiler.core.validation.equal_dim_groups``)
+    holding a ``(None, size)`` entry (a ``specify_shape`` with a constant
+    size), the names its inputs' dims have in ``graph`` (after
+    ``apply_input_shapes``) -> that size. Dims pinned to an int are left out.
+    PyTensor raises at run time when such a dim has another size; ONNX has no
+    assertion, so ``CompiledModel.run`` checks it and the model states it."""
+    inputs = {v.name: v for v in graph.inputs}
+    sizes: dict[str, int] = {}
+    for group in equal_dims:
+        required = [size for name, size in group if name is None]
+        if not required:
+            continue
+        for name, axis in group:
+            dim = inputs[name].shape[axis] if name is not None else None
+            if isinstance(dim, str):
+                sizes[dim] = int(required[0])
+    return sizes
+
+
+def required_sizes_metadata(sizes: Mapping[str, int]) -> dict[str, str]:
+    """``{REQUIRED_SIZES_KEY: JSON}`` of ``sizes`` for a model's
+    ``metadata_props``, or an empty dict when there are none."""
+    return {REQUIRED_SIZES_KEY: json.dumps(dict(sizes), sort_keys=True)} if sizes else {}
+
+
 def onnx_shape_disagreements(model: onnx.ModelProto) -> list[str]:
     """Where the shapes ``model`` declares (graph outputs and ``value_info``)
     disagree with ``onnx.shape_inference.infer_shapes(strict_mode=True,
@@ -325,7 +357,10 @@ def onnx_shape_disagreements(model: onnx.ModelProto) -> list[str]:
     dim; and where ONNX says a dim is an input's dim parameter, ours is that
     parameter too. Dims only one side knows, and dims ONNX names itself
     (``unk__0``), are not compared. A strict-mode failure of ONNX's
-    inference is reported as a disagreement.
+    inference is reported as a disagreement. A static dim of ours where ONNX
+    names an input's dim agrees when the model's
+    ``metadata_props[REQUIRED_SIZES_KEY]`` requires that input dim to have
+    that size (ONNX's inference knows no assertion).
     """
     bare = copy.deepcopy(model)
     del bare.graph.value_info[:]
@@ -338,6 +373,8 @@ def onnx_shape_disagreements(model: onnx.ModelProto) -> list[str]:
     ours = _typed_values(model)
     theirs = _typed_values(inferred)
     free = {d.dim_param for v in model.graph.input for d in v.type.tensor_type.shape.dim if d.dim_param}
+    metadata = {p.key: p.value for p in model.metadata_props}
+    required = json.loads(metadata.get(REQUIRED_SIZES_KEY, "{}"))
     problems = []
     for name, (elem, dims) in ours.items():
         if name not in theirs:
@@ -353,7 +390,7 @@ def onnx_shape_disagreements(model: onnx.ModelProto) -> list[str]:
             continue
         for axis, (a, b) in enumerate(zip(dims, other_dims)):
             clash = (isinstance(b, int) and a is not None and a != b) or (
-                isinstance(b, str) and b in free and a is not None and a != b)
+                isinstance(b, str) and b in free and a is not None and a != b and required.get(b) != a)
             if clash:
                 problems.append(f"{name} axis {axis}: {a!r} here, {b!r} by ONNX")
     return problems

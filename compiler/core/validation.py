@@ -1,7 +1,8 @@
 """Checks of what callers hand the compiler and the compiled model.
 
-``check_compile_args`` validates the arguments of ``compile_to_onnx`` before
-any work is done, so a bad argument gets a ``ValueError``/``TypeError`` that
+``check_pass_list`` validates the pass list of ``compile_to_onnx`` before any
+work is done (its options are validated by ``compiler.core.options.
+CompileOptions``), so a bad argument gets a ``ValueError``/``TypeError`` that
 names the argument and the accepted values (not an error from deep inside a
 pass or from onnxruntime). ``equal_dim_groups`` records, from the lowered IR,
 which input dims PyTensor requires to be equal (two operands of a
@@ -15,85 +16,37 @@ inputs nor PyTensor's runtime-broadcasting rule.
 
 from __future__ import annotations
 
-import functools
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
-import onnx
 
-from backends.onnx.context import EmitOptions
 from passes import Pass, registered_passes
 
-MIN_OPSET = 18
-
-
-@functools.lru_cache(maxsize=1)
-def max_opset() -> int:
-    """The highest default-domain opset both onnx and onnxruntime accept
-    (onnxruntime is asked with an empty model per candidate, newest first)."""
-    import onnxruntime as ort
-
-    for opset in range(onnx.defs.onnx_opset_version(), MIN_OPSET - 1, -1):
-        x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])
-        y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])
-        graph = onnx.helper.make_graph([onnx.helper.make_node("Identity", ["x"], ["y"])], "probe", [x], [y])
-        model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)],
-                                       ir_version=10)
-        try:
-            ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-        except Exception:
-            continue
-        return opset
-    return MIN_OPSET
-
-
-def check_compile_args(*, passes, opset, emit_options, bake_shared, verify_each_pass, name) -> None:
-    """Validate ``compile_to_onnx``'s keyword arguments.
+def check_pass_list(passes) -> None:
+    """Validate ``compile_to_onnx``'s ``passes`` argument (its options are
+    ``compiler.core.options.CompileOptions``, validated there).
 
     Raises:
         TypeError: ``passes`` is not None or a list/tuple of ``Pass`` objects
             and pass names (a bare string is refused: ``"cse"`` would read as
-            the passes ``c``, ``s``, ``e``); ``opset`` is not an int;
-            ``emit_options`` is not a dict; ``name`` is not a str.
-        ValueError: an unknown pass name (the registered names are listed),
-            an ``opset`` outside ``[18, max_opset()]``, an unknown
-            ``emit_options`` key or value (the accepted ones are listed).
+            the passes ``c``, ``s``, ``e``).
+        ValueError: an unknown pass name (the registered names are listed).
     """
-    if passes is not None:
-        if isinstance(passes, (str, bytes)) or not isinstance(passes, (list, tuple)):
-            hint = f"; did you mean [{passes!r}]?" if isinstance(passes, str) else ""
-            raise TypeError("passes must be None or a list of Pass objects and registered pass names, "
-                            f"got {type(passes).__name__} {passes!r}{hint}")
-        known = registered_passes()
-        for i, p in enumerate(passes):
-            if isinstance(p, str):
-                if p not in known:
-                    raise ValueError(f"passes[{i}] = {p!r} is not a registered pass; "
-                                     f"known passes: {', '.join(sorted(known))}")
-            elif not isinstance(p, Pass):
-                raise TypeError(f"passes[{i}] must be a Pass object or a registered pass name (str), "
-                                f"got {type(p).__name__} {p!r}")
-    if isinstance(opset, bool) or not isinstance(opset, (int, np.integer)):
-        raise TypeError(f"opset must be an int, got {type(opset).__name__} {opset!r}")
-    top = max_opset()
-    if not MIN_OPSET <= opset <= top:
-        raise ValueError(f"opset={opset} is not supported: accepted opsets are {MIN_OPSET}..{top} "
-                         "(the rules need opset 18; onnx and onnxruntime know no later one)")
-    if emit_options is not None:
-        if not isinstance(emit_options, Mapping):
-            raise TypeError(f"emit_options must be a dict, got {type(emit_options).__name__}")
-        for key, value in emit_options.items():
-            if key not in EmitOptions.CHOICES:
-                raise ValueError(f"emit_options has an unknown key {key!r}; accepted keys: "
-                                 f"{', '.join(sorted(EmitOptions.CHOICES))}")
-            if value not in EmitOptions.CHOICES[key]:
-                raise ValueError(f"emit_options[{key!r}] = {value!r}: accepted values are "
-                                 f"{', '.join(map(repr, EmitOptions.CHOICES[key]))}")
-    for arg, value in (("bake_shared", bake_shared), ("verify_each_pass", verify_each_pass)):
-        if not isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"{arg} must be True or False, got {value!r}")
-    if not isinstance(name, str) or not name:
-        raise TypeError(f"name must be a non-empty str, got {name!r}")
+    if passes is None:
+        return
+    if isinstance(passes, (str, bytes)) or not isinstance(passes, (list, tuple)):
+        hint = f"; did you mean [{passes!r}]?" if isinstance(passes, str) else ""
+        raise TypeError("passes must be None or a list of Pass objects and registered pass names, "
+                        f"got {type(passes).__name__} {passes!r}{hint}")
+    known = registered_passes()
+    for i, p in enumerate(passes):
+        if isinstance(p, str):
+            if p not in known:
+                raise ValueError(f"passes[{i}] = {p!r} is not a registered pass; "
+                                 f"known passes: {', '.join(sorted(known))}")
+        elif not isinstance(p, Pass):
+            raise TypeError(f"passes[{i}] must be a Pass object or a registered pass name (str), "
+                            f"got {type(p).__name__} {p!r}")
 
 
 def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:

@@ -35,7 +35,7 @@ class Body:
         outer.bodies[kind] = k + 1
         self.prefix = f"{outer.prefix}.{kind}{k}" if outer.prefix else f"{kind}{k}"
         self.graph = Graph(self.prefix)
-        self.ctx = LoweringContext(self.graph, outer.options)
+        self.ctx = LoweringContext(self.graph, outer.options, outer.record)
         self.ctx.prefix = self.prefix
         self.ctx.source, self.ctx.op_label = outer.source, outer.op_label
         self._names: set[str] = set()

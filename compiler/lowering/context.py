@@ -22,41 +22,60 @@ SHARED_CONST_SIZE = 16  # constants of at most this many elements are shared by 
 RANDOM_POLICIES = (None, "inputs", "onnx")
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoweringOptions:
-    """Options of one lowering, shared by the contexts of its nested bodies.
+    """What one lowering is asked to do (in a compilation,
+    ``compiler.core.options.CompileOptions.lowering`` derives it).
 
     Attributes:
+        bake_shared: shared variables become constants holding a copy of
+            their current value (True) or graph inputs (False).
+        name: the name of the IR graph.
         assertions: what ``CheckAndRaise``/``Assert`` nodes become (see
             ``rules/assertions.py``): ``"drop"`` (the guarded value, listed in
-            ``dropped``) or ``"nan"`` (the value poisoned with NaN where a
-            condition fails).
-        dropped: (op label, source line) of every assertion dropped so far.
+            ``LoweringRecord.dropped``) or ``"nan"`` (the value poisoned with
+            NaN where a condition fails).
         random: what random variables become (``rules/random.py``): None
             (unsupported), ``"inputs"`` (noise as model inputs) or
             ``"onnx"`` (ONNX random ops).
-        random_inputs: the ``RandomInput`` of every noise input made so far.
-        random_count: random nodes made so far (each gets its own seed).
-        main_graph: the top-level graph (noise inputs can only go there).
-        specified: ``(dim, size)`` for every constant size a ``SpecifyShape``
-            requires of a symbolic dim (the value's dim before PyTensor's
-            static dim is adopted), for the run-time input check
-            (``compiler.core.validation.equal_dim_groups``).
+
+    Raises:
+        ValueError: an unknown ``assertions`` mode or ``random`` policy.
     """
 
+    bake_shared: bool = True
+    name: str = "main"
     assertions: str = "drop"
-    dropped: list = field(default_factory=list)
     random: str | None = None
-    random_inputs: list = field(default_factory=list)
-    random_count: int = 0
-    main_graph: Graph | None = None
-    specified: list = field(default_factory=list)
 
     def __post_init__(self):
         if self.assertions not in ASSERTION_MODES:
             raise ValueError(f"assertions must be one of {ASSERTION_MODES}, got {self.assertions!r}")
         if self.random not in RANDOM_POLICIES:
             raise ValueError(f"random must be one of {RANDOM_POLICIES}, got {self.random!r}")
+
+
+@dataclass
+class LoweringRecord:
+    """What one lowering collects as it goes, shared by the contexts of its
+    nested bodies.
+
+    Attributes:
+        main_graph: the top-level graph (noise inputs can only go there).
+        dropped: (op label, source line) of every assertion dropped so far.
+        random_inputs: the ``RandomInput`` of every noise input made so far.
+        random_count: random nodes made so far (each gets its own seed).
+        specified: ``(dim, size)`` for every constant size a ``SpecifyShape``
+            requires of a symbolic dim (the value's dim before PyTensor's
+            static dim is adopted), for the run-time input check
+            (``compiler.core.validation.equal_dim_groups``).
+    """
+
+    main_graph: Graph | None = None
+    dropped: list = field(default_factory=list)
+    random_inputs: list = field(default_factory=list)
+    random_count: int = 0
+    specified: list = field(default_factory=list)
 
 
 class LoweringContext:
@@ -75,6 +94,7 @@ class LoweringContext:
             (``compiler.lowering.bodies.Body``; "" for the top-level graph).
         bodies: how many bodies of each kind (``"scan"``, ``"if_then"``)
             this context has made, for their prefixes.
+        record: the ``LoweringRecord`` (shared with nested bodies).
         expansions: PyTensor variable -> (its source variable, k) for every
             ``DimShuffle`` output that only prepends ``k`` broadcastable axes
             (``DimShuffle{order=('x',)*k + (0, 1, ...)}``). Such a node is
@@ -84,7 +104,8 @@ class LoweringContext:
             implied), and then the node costs nothing.
     """
 
-    def __init__(self, graph: Graph, options: LoweringOptions | None = None):
+    def __init__(self, graph: Graph, options: LoweringOptions | None = None,
+                 record: LoweringRecord | None = None):
         self.graph = graph
         self.values: dict[Any, Value] = {}
         self.source: str | None = None
@@ -93,6 +114,7 @@ class LoweringContext:
         self.options = options if options is not None else LoweringOptions()
         self.prefix = ""
         self.bodies: dict[str, int] = {}
+        self.record = record if record is not None else LoweringRecord(main_graph=graph)
         self.constants = None  # a const_eval.ConstantEvaluator for the top-level graph
         self._const_cache: dict[tuple, Value] = {}
         # (op, attributes, input types, constant inputs) -> (normalized attributes, output types)

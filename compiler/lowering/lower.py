@@ -111,29 +111,27 @@ class LoweredGraph:
     expansions: dict = field(default_factory=dict)  # LoweringContext.expansions: DimShuffles maybe never lowered
 
 
-def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
-          assertions: str = "drop", random: str | None = None) -> LoweredGraph:
-    """Lower ``spec`` to IR.
+def lower(spec: GraphSpec, options: LoweringOptions = LoweringOptions()) -> LoweredGraph:
+    """Lower ``spec`` to IR, as ``options`` (a ``LoweringOptions``) asks.
 
     Shared variables become constants named after the variable (a copy of
-    their current value) when ``bake_shared``, else graph inputs at their
-    position. Unnamed inputs are called ``input<i>``. Unknown dims of input
-    ``x`` get the symbolic names ``x_dim0``, ``x_dim1``, ...
+    their current value) when ``options.bake_shared``, else graph inputs at
+    their position. Unnamed inputs are called ``input<i>``. Unknown dims of
+    input ``x`` get the symbolic names ``x_dim0``, ``x_dim1``, ...
     Constant subgraphs are evaluated by PyTensor (``const_eval.py``).
-    ``assertions`` ("drop" or "nan") is what assertions become
+    ``options.assertions`` ("drop" or "nan") is what assertions become
     (``rules/assertions.py``); dropped ones are listed in one
-    ``DroppedAssertionWarning``. ``random`` (None, "inputs" or "onnx") is
-    what random variables become (``rules/random.py``); generator inputs
-    (``RandomType``) are not model inputs, noise inputs follow the others.
+    ``DroppedAssertionWarning``. ``options.random`` (None, "inputs" or
+    "onnx") is what random variables become (``rules/random.py``); generator
+    inputs (``RandomType``) are not model inputs, noise inputs follow the
+    others. The IR graph is called ``options.name``.
 
     Raises:
-        ValueError: an unknown ``assertions`` mode or ``random`` policy.
         UnsupportedOpsError: listing every node without a working rule.
         LoweringError: a rule's result disagrees with PyTensor's type.
         CompileError: an output depends on a variable that is not an input.
     """
-    graph = Graph(name)
-    options = LoweringOptions(assertions=assertions, random=random, main_graph=graph)
+    graph = Graph(options.name)
     ctx = LoweringContext(graph, options)
     explicit = set(spec.inputs)
     roots = [v for v in graph_inputs(spec.outputs) if v not in explicit]
@@ -158,7 +156,7 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
         is_shared = var in spec.shared_inputs or isinstance(var, SharedVariable)
         if isinstance(var.type, RandomType) or is_shared and not hasattr(var.type, "dtype"):
             continue  # an RNG or other non-tensor state: the nodes reading it draw noise or are unsupported
-        if is_shared and bake_shared:
+        if is_shared and options.bake_shared:
             value = var.get_value(borrow=True)
             ctx.values[var] = graph.add_constant(value.astype(ir_dtype(var).numpy, copy=False),
                                                  _unique(sanitize_name(var.name) or "shared", used_names, next_suffix))
@@ -173,10 +171,11 @@ def lower(spec: GraphSpec, *, bake_shared: bool = True, name: str = "main",
     constants = ctx.constants = ConstantEvaluator(order, set(baked))
     lower_apply_nodes(ctx, roots, spec.outputs, constants=constants, order=order)
     graph.set_outputs([ctx.get(v) for v in spec.outputs])
-    if options.dropped:
-        warnings.warn(DroppedAssertionWarning(options.dropped), stacklevel=3)
+    record = ctx.record
+    if record.dropped:
+        warnings.warn(DroppedAssertionWarning(record.dropped), stacklevel=3)
     return LoweredGraph(graph, input_vars, list(spec.outputs), baked, dict(ctx.values), order,
-                        list(options.random_inputs), list(ctx.options.specified), dict(ctx.expansions))
+                        list(record.random_inputs), list(record.specified), dict(ctx.expansions))
 
 
 def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence, *,

@@ -304,7 +304,7 @@ def check_nested(p: Pass, k: Graph, how: str) -> None:
     changed = p.run(graph)
     verify(graph)
     if p.visits_nested_graphs:
-        assert changed is True and print_graph(graph) != text, f"{name} did not rewrite inside the {how}"
+        assert changed is True and print_graph(graph) != text, f"{p.name} did not rewrite inside the {how}"
     else:
         assert changed is False and print_graph(graph) == text
     assert_same_results(before, graph)

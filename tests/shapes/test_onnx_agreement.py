@@ -20,7 +20,7 @@ import pytest
 from pytensor.tensor.signal import convolve2d
 
 from compiler import compile_to_onnx
-from compiler.core.shapes import onnx_shape_disagreements
+from compiler.core.shapes import REQUIRED_SIZES_KEY, onnx_shape_disagreements
 from tests.lowering.test_subtensor import READS
 from tests.shapes.helpers import SHAPE_PIPELINE, assert_declared_shapes
 
@@ -108,3 +108,17 @@ def test_a_wrong_declaration_is_reported():
     assert onnx_shape_disagreements(model) == ["output0 axis 0: 'x_dim0' here, 'x_dim1' by ONNX"]
     dims[0].dim_value = 5
     assert onnx_shape_disagreements(model) == ["output0 axis 0: 5 here, 'x_dim1' by ONNX"]
+
+
+def test_a_size_a_specify_shape_requires_is_stated_in_the_model():
+    # PyTensor requires x_dim0 == 4 (run() checks it; ONNX has no assertion):
+    # the model declares 4 downstream and says why in its metadata.
+    y = pt.specify_shape(pt.exp(x), (4, None)) * 2
+    compiled = compile_to_onnx([x], outputs=[y], value_info=True)
+    assert {p.key: p.value for p in compiled.model.metadata_props} == {REQUIRED_SIZES_KEY: '{"x_dim0": 4}'}
+    assert onnx_shape_disagreements(compiled.model) == []
+    bare = onnx.ModelProto()
+    bare.CopyFrom(compiled.model)
+    del bare.metadata_props[:]
+    assert "output0 axis 0: 4 here, 'x_dim0' by ONNX" in onnx_shape_disagreements(bare)
+    assert compile_to_onnx([x], outputs=[pt.exp(x)]).model.metadata_props == []  # nothing required, nothing stated

@@ -98,7 +98,7 @@ def lower_check_and_raise(ctx: LoweringContext, node) -> list[Value]:
     if getattr(node.op, "can_be_replaced_by_ninf", False) and x.dtype.is_float:
         return [_guard(ctx, x, conds, -np.inf)]
     if ctx.options.assertions == "drop":
-        ctx.options.dropped.append((str(node.op), ctx.source))
+        ctx.record.dropped.append((str(node.op), ctx.source))
         return [x]
     if not x.dtype.is_float:
         raise Unsupported(f"assertions='nan' cannot poison a {x.dtype} value with NaN "

@@ -175,7 +175,7 @@ def _known_dims(ctx: LoweringContext, size, args: list[Value], core: tuple, out)
 def _noise_input(ctx: LoweringContext, op, kind: str, dtype: DType, out, known: tuple) -> Value:
     """A new graph input of the draw's dims ``known`` (unknown ones named
     after the input), recorded in ``random_inputs``."""
-    if ctx.graph is not ctx.options.main_graph:
+    if ctx.graph is not ctx.record.main_graph:
         raise Unsupported(f"random variable {op.name} inside a control-flow body under random='inputs' "
                           "(a body cannot take a model input per step); use random='onnx'")
     taken = {v.name for v in ctx.graph.inputs} | set(ctx.graph.constants)
@@ -184,7 +184,7 @@ def _noise_input(ctx: LoweringContext, op, kind: str, dtype: DType, out, known: 
     while name in taken:
         name, i = f"{base}_noise_{i}", i + 1
     dims = tuple(d if d is not None else f"{name}_dim{a}" for a, d in enumerate(known))
-    ctx.options.random_inputs.append(RandomInput(name, op.name, kind, dtype.numpy.name, dims, ctx.source))
+    ctx.record.random_inputs.append(RandomInput(name, op.name, kind, dtype.numpy.name, dims, ctx.source))
     return ctx.graph.add_input(TensorType(dtype, dims), name)
 
 
@@ -240,8 +240,8 @@ def _seed(ctx: LoweringContext, rng) -> int:
     value = rng.get_value(borrow=True) if isinstance(rng, SharedVariable) else None
     if isinstance(value, np.random.Generator):
         root = int(copy.deepcopy(value).integers(2 ** 31))
-    k = ctx.options.random_count
-    ctx.options.random_count += 1
+    k = ctx.record.random_count
+    ctx.record.random_count += 1
     return int(np.random.SeedSequence([root, k]).generate_state(1)[0]) & 0xFFFFFF
 
 

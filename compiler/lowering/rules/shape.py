@@ -41,13 +41,13 @@ def lower_specify_shape(ctx, node):
     """SpecifyShape(x, *sizes): ``x`` unchanged; the driver adopts the static
     dims. PyTensor asserts the sizes at run time and ONNX has no assertion,
     so every constant size required of a symbolic dim of ``x`` is recorded in
-    ``ctx.options.specified`` for ``CompiledModel.run``'s input check
+    ``ctx.record.specified`` for ``CompiledModel.run``'s input check
     (sizes computed at run time are not checked)."""
     x = ctx.get(node.inputs[0])
     for dim, size in zip(x.type.shape, node.inputs[1:]):
         data = getattr(size, "data", None) if isinstance(size, Constant) else None
         if isinstance(dim, str) and data is not None:
-            ctx.options.specified.append((dim, int(data)))
+            ctx.record.specified.append((dim, int(data)))
     return [x]
 
 

@@ -145,7 +145,8 @@ def test_long_fuzz_run_has_no_failures(start):
 # The scan-grad family (``compiler/tools/fuzz/scan_grads.py``): a random scan and
 # 1-3 nested gradients. PyTensor's own rewrites and inner-function builds of
 # such graphs take seconds, so the quick run is a few seeds of at most 3
-# steps and second order; the slow job runs 20 full programs per line (~10 min).
+# steps and second order; the slow job runs 10 full programs per line (0.6-63 s each
+# in 2.38 on an idle core, ~4 min in all).
 def test_scan_grad_programs_are_deterministic_and_differentiate_through_scans():
     from pytensor.graph.traversal import io_toposort
     from pytensor.scan.op import Scan
@@ -170,9 +171,9 @@ def test_quick_scan_grad_run_matches(seed):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("start", range(200_000, 200_020, 10))
+@pytest.mark.parametrize("start", range(200_000, 200_010, 5))
 def test_scan_grad_run_has_no_failures(start):
-    report = fuzz(start, 10, isolate=True, shrink_failures=True, backend="python", timeout_s=600,
+    report = fuzz(start, 5, isolate=True, shrink_failures=True, backend="python", timeout_s=600,
                   family="scan-grad")
     print(report.summary())
     assert not report.failures, report.summary()

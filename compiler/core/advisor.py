@@ -82,24 +82,26 @@ class Finding(NamedTuple):
 # -- where a float64 value came from -------------------------------------------
 def upcast_map(graph: Graph) -> dict[Value, Node]:
     """For each float64 value of ``graph`` (top level) that depends on float32
-    or float16 data, the node that first turned such data into float64: a
+    or float16 data, the node that turned such data into float64: a
     ``cast``, or any op with a narrower float operand and a float64 result
     (``pt.pad`` of float32 data with a float64 pad value). One forward pass
-    in graph order; of several upcasts a value depends on, the one reached
-    through its first float64 operand."""
-    upcasts: dict[Value, Node] = {}
+    in graph order; of several upcasts a value depends on, the latest in
+    graph order (the last place float32 became float64 on the way: an
+    earlier one may be a sum PyTensor widens and narrows again, which CSE
+    merged with another reader)."""
+    upcasts: dict[Value, tuple[int, Node]] = {}
     narrow = (DType.FLOAT32, DType.FLOAT16)
-    for node in graph.nodes:
+    for position, node in enumerate(graph.nodes):
         for out in node.outputs:
             if out.dtype != DType.FLOAT64:
                 continue
             if any(i.dtype in narrow for i in node.inputs):
-                upcasts[out] = node
+                upcasts[out] = (position, node)
             else:
-                found = next((upcasts[i] for i in node.inputs if i in upcasts), None)
+                found = max((upcasts[i] for i in node.inputs if i in upcasts), default=None, key=lambda pn: pn[0])
                 if found is not None:
                     upcasts[out] = found
-    return upcasts
+    return {v: node for v, (_, node) in upcasts.items()}
 
 
 def _source(node: Node) -> str | None:

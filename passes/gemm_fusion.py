@@ -22,6 +22,17 @@ Rules:
      ->
        %y: f32[B,10] = gemm(%a, %Wt, %b) {..., trans_b=true}
 
+3. matmul-2d-weight: a batched product's right operand that is a matrix
+   with a leading 1 added (``unsqueeze{axes=[0]}(W)`` or a constant of shape
+   (1, K, M), how PyTensor's ``h @ W`` of a (B, T, K) ``h`` is lowered) is
+   read as the matrix: ``matmul`` broadcasts it the same (ONNX MatMul, NumPy
+   ``matmul``), and onnxruntime runs (B, T, K) @ (K, M) as one GEMM::
+
+       %w: f32[1,256,1024] = unsqueeze(%W) {axes=[0]}
+       %y: f32[B,T,1024] = matmul(%h, %w)
+     ->
+       %y: f32[B,T,1024] = matmul(%h, %W)
+
 Batched products (rank > 2), a matmul with other readers and a ``c`` that
 broadcasts the product to a larger shape are left alone. Exact: ``gemm``
 with alpha = beta = 1 is the IR's ``matmul`` then ``add`` (the emitter keeps
@@ -56,6 +67,19 @@ def matmul_add(rw: Rewriter, m: Match) -> Value | str:
     return rw.add("gemm", [a, b, c])
 
 
+def two_d_weight(rw: Rewriter, m: Match) -> Value | str:
+    """matmul(a, unsqueeze{0}(W)) -> matmul(a, W), a of rank >= 3 (rule 3)."""
+    a, b = m.a, m.b
+    if a.rank < 3 or b.rank != 3 or b.shape[0] != 1:
+        return f"not a batched product with a (1, K, M) operand: {a.type} @ {b.type}"
+    node = b.producer
+    if node is not None and node.op == "unsqueeze" and [x % 3 for x in node.attrs["axes"]] == [0]:
+        return rw.add("matmul", [a, node.inputs[0]])
+    if b.const is not None:
+        return rw.add("matmul", [a, rw.const(b.const[0], "weight")])
+    return "the (1, K, M) operand is neither an unsqueezed matrix nor a constant"
+
+
 def fold_transpose(rw: Rewriter, m: Match) -> Value | str:
     """gemm(transpose(a), ...) -> gemm{trans_a flipped}(a, ...) (rule 2)."""
     node = m.root
@@ -73,6 +97,8 @@ def fold_transpose(rw: Rewriter, m: Match) -> Value | str:
 RULES = RuleSet([
     # add(matmul(a, b), c) -> gemm(a, b, c), either order, c a bias broadcasting to (M, N)
     Rule("matmul-add", Op("add", Op("matmul", Var("a"), Var("b"), name="matmul"), Var("c")), matmul_add),
+    # matmul(a, unsqueeze{0}(W)) -> matmul(a, W) for a batched a
+    Rule("matmul-2d-weight", Op("matmul", Var("a"), Var("b")), two_d_weight),
     # gemm(transpose(a), transpose(b), c) -> gemm{trans_a, trans_b}(a, b, c)
     Rule("gemm-transpose", Op("gemm", Var(), Var(), Var(), any_input=Op("transpose", Var(), single_use=False)),
          fold_transpose),

@@ -22,6 +22,10 @@ symbolic (static kernels). Rules:
 
    A crop to a multiple of k before the reshape (``x[:, :, :h//k*k, :w//k*k]``)
    is dropped: MaxPool's floor mode ignores the remainder as the crop did.
+   Without the crop, a split to ``(H//k, k)`` of a symbolic H (PyTensor's
+   idiom ``x.reshape((n, c, h // 2, 2, w // 2, 2))``) is the pool too: for
+   an H that k does not divide PyTensor's reshape raises where the pool
+   floors (README, "Numerics contract").
 
 2. window-mean: ``sum / count`` or ``sum * (1/count)`` of the same reshape
    summed over the window axes, ``count = prod(k)``, is ``avg_pool``. The sum
@@ -40,7 +44,10 @@ symbolic (static kernels). Rules:
    k1 x k2 grid, all with the same steps and lengths, is a max pool with
    kernel (k1, k2) and the slices' steps as strides (then ``maximum`` with
    the other leaves, if any, e.g. the 0 of a ReLU). Slices that start past 0
-   or stop early pool a crop of x::
+   or stop early pool a crop of x. On symbolic axes the open-ended slices
+   ``x[:, :, j::s]`` from offset 0 pool with the floor-mode count: their
+   lengths differ when s does not divide H - j, where PyTensor's maximum
+   raises (see ``_grids``)::
 
        %a: f32[N,C,4,4] = slice(%x, [0, 0], [max, max], [2, 2]) {axes=[2, 3]}
        ... %b, %c, %d at offsets [0, 1], [1, 0], [1, 1] ...
@@ -55,7 +62,9 @@ symbolic (static kernels). Rules:
    axes of an x with at least two (rank >= 4: the mean over the last axis
    of a (batch, time, feature) tensor is a LayerNorm's, not a pool) is
    ``global_max_pool`` / ``global_avg_pool``, followed by a ``squeeze`` of
-   the spatial axes when the reduction did not keep them;
+   the spatial axes when the reduction did not keep them (the mean's divisor
+   a constant, a size, or with symbolic axes PyTensor's float product of
+   sizes, ``_size_product``);
    ``unsqueeze(squeeze(global pool))`` of the same axes is the pool::
 
        %y: f32[N,C] = reduce_max(%x) {axes=[2, 3], keepdims=false}
@@ -214,7 +223,7 @@ def reshape_window(reshaped: Value, axes) -> Window | str:
     kernel, lengths = tuple(rs[3::2]), tuple(rs[2::2])
     if not _static(kernel) or any(d is None for d in (*xs[1:], *lengths)):
         return f"the window of {x.type} -> {reshaped.type} is not static or a dim is unknown"
-    if rs[1] != xs[1] or any(symbolic.mul(n, k) != d for n, k, d in zip(lengths, kernel, xs[2:])):
+    if rs[1] != xs[1] or not all(_splits(d, n, k) for n, k, d in zip(lengths, kernel, xs[2:])):
         return f"reshape {x.type} -> {reshaped.type} is not a split of the spatial axes"
     if isinstance(xs[0], int) and isinstance(rs[0], int) and xs[0] != rs[0]:
         return "the reshape changes the batch"
@@ -222,6 +231,14 @@ def reshape_window(reshaped: Value, axes) -> Window | str:
         # With static nonzero dims after the batch the element count fixes it; else the dims must say so.
         return f"the batch of {reshaped.type} is not known to be that of {x.type}"
     return Window(_uncropped(x, kernel, lengths), kernel, lengths)
+
+
+def _splits(d, n, k: int) -> bool:
+    """Whether an axis of size ``d`` reshaped to ``(n, k)`` is a split:
+    ``n * k == d``, or ``n == d // k`` (the floor-mode window count: where
+    ``k`` does not divide ``d``, PyTensor's reshape raises and the pool drops
+    the remainder, README "Numerics contract")."""
+    return symbolic.mul(n, k) == d or (not isinstance(d, int) and n == symbolic.floordiv(d, k))
 
 
 def _uncropped(x: Value, kernel, lengths) -> Value:
@@ -261,12 +278,16 @@ def reshape_max(rw: Rewriter, m: Match) -> Value | str:
 # -- strided slices (rules 3 and 4) ------------------------------------------
 class Strided(NamedTuple):
     """A slice of ``x`` read as a window offset: per spatial axis its start,
-    and the group key (x, steps, lengths) slices of one pool share."""
+    and the group key (x, steps, lengths) slices of one pool share.
+    ``open_ended``: a strided slice of symbolic axes to their end
+    (``x[:, :, 1::2]``), whose lengths differ between offsets (see
+    ``_grids``)."""
 
     x: Value
     steps: tuple[int, ...]
     lengths: tuple[int, ...]
     starts: tuple[int, ...]
+    open_ended: bool = False
 
 
 def strided_slice(value: Value) -> Strided | None:
@@ -297,25 +318,33 @@ def strided_slice(value: Value) -> Strided | None:
 
 
 def _symbolic_slice(node: Node, dims) -> Strided | None:
-    """A step-1 ``slice`` of the spatial axes with bounds or sizes that are
-    symbolic (``x[:, :, i:i + H]`` of an x of ``H + 4`` rows; bounds read
-    with ``shape_facts.elements``) as a ``Strided`` with symbolic lengths:
-    the start a constant >= 0, the stop provably within the axis."""
+    """A ``slice`` of the spatial axes with bounds or sizes that are
+    symbolic as a ``Strided`` with symbolic lengths (bounds read with
+    ``shape_facts.elements``): step 1, the start a constant >= 0, the stop
+    provably within the axis (``x[:, :, i:i + H]`` of an x of ``H + 4``
+    rows); or a constant step and start on a symbolic axis, to its end
+    (``x[:, :, 1::2]``: ``ceil((H - 1) / 2)`` rows, ``open_ended``)."""
     x = node.inputs[0]
     bounds = [elements(v) for v in node.inputs[1:]]
-    if any(b is None for b in bounds) or any(s != 1 for s in bounds[2]):
+    if any(b is None for b in bounds) or not all(isinstance(s, int) and s >= 1 for s in bounds[2]):
         return None
     starts, lengths = {a: 0 for a in range(2, x.rank)}, {a: dims[a] for a in range(2, x.rank)}
-    for a, b, e in zip(node.attrs["axes"], bounds[0], bounds[1]):
+    steps, open_ended = {a: 1 for a in range(2, x.rank)}, False
+    for a, b, e, s in zip(node.attrs["axes"], *bounds):
         a %= x.rank
         if isinstance(e, int) and e >= OPEN_END:
             e = dims[a]
         if a < 2:
-            if b != 0 or e != dims[a]:
+            if b != 0 or e != dims[a] or s != 1:
                 return None
             continue
         if not isinstance(b, int) or b < 0 or not _is_size(e) or dims[a] is None:
             return None
+        if s != 1:
+            if e != dims[a] or isinstance(e, int):
+                return None
+            starts[a], steps[a], lengths[a], open_ended = b, s, symbolic.ceildiv(symbolic.sub(e, b), s), True
+            continue
         length = symbolic.sub(e, b)
         if not (symbolic.is_nonnegative(e) and symbolic.is_nonnegative(symbolic.sub(dims[a], e))
                 and symbolic.is_nonnegative(length)):
@@ -324,7 +353,8 @@ def _symbolic_slice(node: Node, dims) -> Strided | None:
     if any(n is None for n in lengths.values()):
         return None
     order = sorted(starts)
-    return Strided(x, (1,) * len(order), tuple(lengths[a] for a in order), tuple(starts[a] for a in order))
+    return Strided(x, tuple(steps[a] for a in order), tuple(lengths[a] for a in order),
+                   tuple(starts[a] for a in order), open_ended)
 
 
 def _is_size(e) -> bool:
@@ -343,20 +373,49 @@ def grid_kernel(offsets: set[tuple[int, ...]]) -> tuple[tuple[int, ...], tuple[i
 
 def _grids(leaves: list[Value]) -> tuple[list[tuple[Strided, tuple, tuple]], list[Value]]:
     """Split ``leaves`` into full grids of strided slices (group, base,
-    kernel) and the other leaves, keeping first-seen order."""
+    kernel) and the other leaves, keeping first-seen order.
+
+    Open-ended strided slices of a symbolic axis (``x[:, :, 0::2]`` and
+    ``x[:, :, 1::2]``) have lengths that differ by offset
+    (``ceil((H - j) / s)``); they group by (x, steps) and pool from offset 0
+    with the floor-mode count ``(H - k) // s + 1`` as their length. Where
+    the lengths differ at run time (an odd H for k = s = 2), PyTensor's
+    elementwise maximum raises and the pool drops the remainder; where they
+    are equal, they equal that count (the README's numerics contract)."""
     groups: dict[tuple, list[tuple[Value, Strided | None]]] = {}
     for leaf in leaves:
         s = strided_slice(leaf)
-        groups.setdefault((s.x, s.steps, s.lengths) if s else (leaf,), []).append((leaf, s))
+        key = (leaf,) if s is None else (s.x, s.steps, "open") if s.open_ended else (s.x, s.steps, s.lengths)
+        groups.setdefault(key, []).append((leaf, s))
     grids, rest = [], []
     for members in groups.values():
         first = members[0][1]
         found = grid_kernel({s.starts for _, s in members}) if first is not None else None
+        if found is not None and first.open_ended:
+            found, first = _open_grid(first, found, [s for _, s in members])
         if found is None:
             rest.extend(leaf for leaf, _ in members)
         else:
             grids.append((first, *found))
     return grids, rest
+
+
+def _open_grid(first: Strided, found: tuple, members: list[Strided]) -> tuple[tuple | None, Strided]:
+    """A grid of open-ended slices (``_grids``) as one ``Strided`` whose
+    lengths are the floor-mode window counts, or (None, first) when it
+    does not start at 0 on every axis or a member is not open-ended on a
+    strided axis."""
+    base, kernel = found
+    dims = first.x.shape[2:]
+    counts = []
+    for i, (k, s, d) in enumerate(zip(kernel, first.steps, dims)):
+        if base[i] != 0 or (s == 1 and k != 1):
+            return None, first
+        counts.append(symbolic.add(symbolic.floordiv(symbolic.sub(d, k), s), 1) if s != 1 else first.lengths[i])
+    if any(m.lengths[i] != (symbolic.ceildiv(symbolic.sub(d, m.starts[i]), s) if s != 1 else first.lengths[i])
+           for m in members for i, (s, d) in enumerate(zip(first.steps, dims))):
+        return None, first
+    return found, first._replace(lengths=tuple(counts))
 
 
 def strided_max(rw: Rewriter, m: Match) -> Value | str:
@@ -427,8 +486,25 @@ def _count(value: Value) -> int | float | symbolic.Dim:
         flat = value.const.reshape(-1)
         return flat[0].item() if flat.size and all_equal(flat, flat[0]) else None
     el = elements(value)
-    return el[0] if el and all(e == el[0] for e in el) and isinstance(el[0], (int, float, str, symbolic.Expr)) \
-        and not isinstance(el[0], bool) else None
+    if el and all(e == el[0] for e in el) and (isinstance(el[0], float) or _is_size(el[0])):
+        return el[0]
+    return None
+
+
+def _size_product(value: Value, depth: int = 8) -> symbolic.Dim | None:
+    """A float scalar computed as a product of sizes (PyTensor's mean over
+    symbolic axes divides by ``cast(shape)[2] * cast(shape)[3]``) as that
+    product, else None. Exact while the product fits the float's
+    significand (2**24 in float32): beyond it the graph divides by a rounded
+    count, the pool by the exact one (``numerics="strict"`` declines)."""
+    if value.type.size != 1 or depth == 0:
+        return None
+    node = value.producer
+    if node is not None and node.op == "mul":
+        a, b = (_size_product(v, depth - 1) for v in node.inputs)
+        return symbolic.mul(a, b) if a is not None and b is not None else None
+    el = elements(value)
+    return el[0] if el and _is_size(el[0]) else None
 
 
 def _mean(rw: Rewriter, m: Match, count: int | float, narrow_sums: bool, strict: bool = False) -> Value | str:
@@ -486,6 +562,10 @@ def _global(rw: Rewriter, op: str, x: Value, axes: tuple[int, ...], kept, count=
 def mean_div(rw: Rewriter, m: Match, narrow_sums: bool, strict: bool = False) -> Value | str:
     """sum / count -> avg_pool or global_avg_pool."""
     count = _count(m.count)
+    if count is None and m.count.dtype.is_float:
+        count = _size_product(m.count)
+        if count is not None and strict:
+            return "numerics='strict': the divisor is a float product of sizes (rounded past the significand)"
     if count is None:
         return "the divisor is not a known constant"
     return _mean(rw, m, count, narrow_sums, strict)

@@ -28,6 +28,7 @@ from compiler.core import shapes
 from compiler.core.options import CompileOptions
 from compiler.lowering import graph_spec, lower
 from compiler.core.pass_check import PassChecker
+from compiler.core.advisor import advise, warn_slow_forms
 from compiler.core.report import format_report
 from compiler.core.validation import check_pass_list, check_run_inputs, equal_dim_groups
 from ir import Graph
@@ -66,6 +67,9 @@ class CompiledModel:
             (name, distribution, ``"normal"``/``"uniform"`` noise, dtype,
             shape, source line), in input order after ``input_variables``.
         options: the ``CompileOptions`` of the compilation.
+        advice: the slow forms the model holds, each with the user's source
+            line and what to change (``compiler.core.advisor``; empty when
+            none), listed by ``report()``.
     """
 
     onnx_model: Any
@@ -80,6 +84,7 @@ class CompiledModel:
     equal_dims: list = field(default_factory=list)
     random_inputs: list = field(default_factory=list)
     options: CompileOptions = field(default_factory=CompileOptions)
+    advice: list = field(default_factory=list)
     _model: Any = field(default=None, repr=False)
     _session: Any = field(default=None, repr=False)
     _tmpdir: Any = field(default=None, repr=False)
@@ -178,8 +183,10 @@ class CompiledModel:
     def report(self) -> str:
         """A text report of the compilation: the ONNX op histogram (nested
         bodies included), each pass's time and whether it changed the IR,
-        how often each pattern rule fired, and which rules matched but
-        declined, with their reasons (``compiler.core.report``)."""
+        how often each pattern rule fired, which rules matched but
+        declined, with their reasons, and the performance advisor: each slow
+        form with its source line and fix, or "(none)"
+        (``compiler.core.report``, ``compiler.core.advisor``)."""
         return format_report(self)
 
     __call__ = run
@@ -383,7 +390,8 @@ def _compile(graph, outputs, passes, options: CompileOptions) -> CompiledModel:
                              [o.name for o in onnx_model.graph.outputs], end - start, timings=timings,
                              input_variables=list(lowered.input_vars), rewrites=rewrites,
                              equal_dims=equal_dims, random_inputs=list(lowered.random_inputs),
-                             options=options)
+                             options=options, advice=advise(ir_graph, options.emit))
+    warn_slow_forms(compiled.advice)
     if options.check_dynamic:
         shapes.check_dynamic(compiled.model, ir_graph, lowered.input_vars, lowered.output_vars,
                              example_sizes=example_sizes, session=compiled.session)

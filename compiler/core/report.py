@@ -6,6 +6,8 @@ from collections import Counter
 
 import onnx
 
+from compiler.core.advisor import format_advice
+
 
 def op_histogram(model: onnx.ModelProto) -> Counter:
     """ONNX op type -> node count, nested Loop/If/Scan bodies and model-local
@@ -27,7 +29,9 @@ def op_histogram(model: onnx.ModelProto) -> Counter:
 
 def format_report(compiled) -> str:
     """The report of a ``CompiledModel``: op histogram, passes (time in ms,
-    changed or not), rules fired (count), rules declined (count, reason)."""
+    changed or not), rules fired (count), rules declined (count, reason),
+    and the performance advisor (``compiler.core.advisor``: each slow form,
+    its source line and fix; "(none)" when the model has none)."""
     lines = [f"compiled in {compiled.compile_seconds * 1e3:.1f} ms; "
              f"{len(compiled.model.graph.node)} top-level ONNX nodes", "", "ONNX ops:"]
     hist = op_histogram(compiled.model)
@@ -43,4 +47,6 @@ def format_report(compiled) -> str:
     lines += [f"  {rule}  x{n}" for rule, n in log.fired.most_common()] or ["  (none)"]
     lines += ["", "rules declined (the pattern matched, the rewrite said no):"]
     lines += [f"  {rule}  x{n}: {reason}" for (rule, reason), n in log.declined.most_common()] or ["  (none)"]
+    lines += ["", "performance advisor (slow forms, where, what to change):"]
+    lines += format_advice(getattr(compiled, "advice", [])) or ["  (none)"]
     return "\n".join(lines)

@@ -421,3 +421,36 @@ def _flatten_eval(args, attrs):
 
 register(OpDef("flatten", _flatten_infer, _flatten_eval, 1, attrs={"axis": Attr("int", 1)},
                traits={ROW_MAJOR_VIEW}, doc="reshape to (prod(shape[:axis]), prod(shape[axis:])) (ONNX Flatten)"))
+
+
+# -- layer normalization --------------------------------------------------------
+def _layer_norm_infer(types, attrs, consts):
+    x, scale, bias = types
+    same_dtype(types, "layer_norm")
+    check_dtype(x, "f", "layer_norm")
+    if x.rank < 1:
+        raise OpError(f"layer_norm: input must have an axis to normalize, got {x}")
+    for t in (scale, bias):
+        if t.rank != 1 or not dims_compatible(t.shape[0], x.shape[-1]):
+            raise OpError(f"layer_norm: scale and bias must be ({x.shape[-1]},), got {t}")
+    return [x]
+
+
+@_half_in_f32
+def _layer_norm_formula(args, attrs):
+    x, scale, bias = args
+    eps = np.asarray(attrs["epsilon"], dtype=x.dtype)
+    mean = x.mean(axis=-1, keepdims=True, dtype=x.dtype)
+    d = x - mean
+    var = (d * d).mean(axis=-1, keepdims=True, dtype=x.dtype)
+    return d / np.sqrt(var + eps) * scale + bias
+
+
+def _layer_norm_eval(args, attrs):
+    return [_layer_norm_formula(args, attrs)]
+
+
+register(OpDef("layer_norm", _layer_norm_infer, _layer_norm_eval, 3, attrs={"epsilon": Attr("float", 1e-5)},
+               doc="layer normalization over the last axis: (x - mean) / sqrt(var + eps) * scale + bias, "
+                   "mean and biased variance over that axis (ONNX LayerNormalization, axis=-1, opset 17; "
+                   "onnxruntime rounds differently); float16 computes in float32, rounded once"))

@@ -25,6 +25,7 @@ from pytensor.tensor.signal import convolve1d, convolve2d
 from pytensor.tensor.special import softmax
 
 from compiler import compile_to_onnx, nn
+from compiler.core.advisor import SlowFormWarning
 from tests.helpers import assert_same, pytensor_reference
 from tests.nn import onnx_ops
 
@@ -55,9 +56,12 @@ def _exact(inputs, outputs, values, casts=0):
     """Compile by default with warnings as errors; assert no Conv or
     AveragePool, ``casts`` Casts (None: any number; the shape arithmetic of
     symbolic sizes may cast ints) and a match to 1e-12; returns the model."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         compiled = compile_to_onnx(inputs, outputs=outputs)
+    # the one warning: the performance advisor's summary of the exact (slow) forms
+    assert [w.category for w in caught] == [SlowFormWarning], [str(w.message) for w in caught]
+    assert "float64-window" in {a.kind for a in compiled.advice}
     assert not {"Conv", "AveragePool"} & set(onnx_ops(compiled)), onnx_ops(compiled)
     assert casts is None or onnx_ops(compiled).count("Cast") == casts
     for got, want in zip(compiled.run(*values), pytensor_reference(inputs, outputs, values)):

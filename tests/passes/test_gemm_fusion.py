@@ -202,3 +202,55 @@ def test_mnist_head_with_pool_flatten_and_gemm_recovery(batch, compiled_mode):
         m = check_pytensor([x], [y], [xv], passes=passes, rtol=1e-5, atol=1e-6)
     # the ReLUs stay Max here: relu-silu is another pass
     assert histogram(m) == {"Max": 2, "MaxPool": 2, "Flatten": 1, "Gemm": 2, "Softmax": 1}, m.ir
+
+
+# -- rule 3: a batched product's unsqueezed matrix operand ---------------------------------
+
+
+@pytest.mark.parametrize("weight", ["unsqueeze", "constant"])
+def test_batched_product_reads_the_unsqueezed_matrix(weight):
+    if weight == "unsqueeze":
+        before = """
+        graph @main(%h: f32[B,T,3], %W: f32[3,4]) {
+          %w: f32[1,3,4] = unsqueeze(%W) {axes=[0]}
+          %y: f32[B,T,4] = matmul(%h, %w)
+          return %y
+        }"""
+        after = """
+        graph @main(%h: f32[B,T,3], %W: f32[3,4]) {
+          %y: f32[B,T,4] = matmul(%h, %W)
+          return %y
+        }"""
+    else:
+        before = """
+        graph @main(%h: f32[B,T,2]) {
+          const %w: f32[1,2,2] = [[[1.0, 2.0], [3.0, 4.0]]]
+          %y: f32[B,T,2] = matmul(%h, %w)
+          return %y
+        }"""
+        after = """
+        graph @main(%h: f32[B,T,2]) {
+          const %weight: f32[2,2] = [[1.0, 2.0], [3.0, 4.0]]
+          %y: f32[B,T,2] = matmul(%h, %weight)
+          return %y
+        }"""
+    check_pass([GemmFusion(), DeadCodeElimination()], before, after, sizes={"B": 2, "T": 3})
+
+
+@pytest.mark.parametrize("graph", [
+    # a 2-D left operand: the (1, 3, 4) operand widens the result to rank 3
+    """
+    graph @main(%h: f32[5,3], %W: f32[3,4]) {
+      %w: f32[1,3,4] = unsqueeze(%W) {axes=[0]}
+      %y: f32[1,5,4] = matmul(%h, %w)
+      return %y
+    }""",
+    # a run-time (1, K, M) operand that is no unsqueeze
+    """
+    graph @main(%h: f32[B,5,3], %w: f32[1,3,4]) {
+      %y: f32[B,5,4] = matmul(%h, %w)
+      return %y
+    }""",
+], ids=["2-d-left", "input"])
+def test_matmul_2d_weight_does_not_fire(graph):
+    check_pass([GemmFusion()], graph, None, sizes={"B": 2})

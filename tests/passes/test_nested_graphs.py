@@ -127,6 +127,24 @@ KERNELS = {
           %y: f32[2,3,4,2] = reduce_max(%r) {axes=[3, 5], keepdims=false}
           return %y
         }""",
+    "norm-recovery": """
+        graph @k(%x: f32[2,4]) {
+          const %four: f32[] = 4.0
+          const %two: f32[] = 2.0
+          const %eps: f32[] = 1e-05
+          %s: f32[2] = reduce_sum(%x) {axes=[1], keepdims=false}
+          %k: f32[2,1] = unsqueeze(%s) {axes=[1]}
+          %m: f32[2,1] = div(%k, %four)
+          %d: f32[2,4] = sub(%x, %m)
+          %q: f32[2,4] = pow(%d, %two)
+          %qs: f32[2] = reduce_sum(%q) {axes=[1], keepdims=false}
+          %qk: f32[2,1] = unsqueeze(%qs) {axes=[1]}
+          %v: f32[2,1] = div(%qk, %four)
+          %ve: f32[2,1] = add(%v, %eps)
+          %sd: f32[2,1] = sqrt(%ve)
+          %y: f32[2,4] = div(%d, %sd)
+          return %y
+        }""",
     "resize-recovery": """
         graph @k(%x: f32[2,3,4,5]) {
           const %t: i64[5] = [2, 3, 4, 2, 5]

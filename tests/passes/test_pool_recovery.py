@@ -575,10 +575,6 @@ POOL_FORMS = {
     "global-mean": (lambda x, n, h, w: x.mean(axis=(2, 3)), {"GlobalAveragePool": 1, "Squeeze": 1}),
     "global-max-keep": (lambda x, n, h, w: x.max(axis=(2, 3), keepdims=True), {"GlobalMaxPool": 1}),
 }
-# Forms whose symbolic-H/W twin is not recovered (README "Recovery gaps"); pinned, so a fix shows.
-EVEN = "PyTensor raises for an odd H (a reshape or maxima of unequal shapes) where a pool gives a value"
-SYMBOLIC_GAPS = {"reshape-max": EVEN, "reshape-mean": EVEN, "strided-max": EVEN, "strided-mean": EVEN,
-                 "global-mean": "the divisor is a float product of sizes (exact only below 2**24 elements)"}
 SPATIAL = pytest.mark.parametrize("spatial", [(8, 8), (None, None)], ids=["static-hw", "symbolic-hw"])
 
 
@@ -589,11 +585,8 @@ def build_form(form: str, x):
 
 
 def check_ops(m, form: str, spatial) -> None:
-    """One pool (``POOL_FORMS``), or, for a pinned gap, not (the numbers were checked either way)."""
-    if spatial[0] is None and form in SYMBOLIC_GAPS:
-        assert histogram(m) != POOL_FORMS[form][1], f"recovered now: drop {form} from SYMBOLIC_GAPS"
-    else:
-        assert histogram(m) == POOL_FORMS[form][1], m.ir
+    """One pool (``POOL_FORMS``), with static or symbolic H and W."""
+    assert histogram(m) == POOL_FORMS[form][1], m.ir
 
 
 @SPATIAL

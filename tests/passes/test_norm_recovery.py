@@ -1,0 +1,131 @@
+"""``norm-recovery``: layer normalization as IR text before and after (the
+interpreter agreeing), the cases where it must not fire, strict numerics,
+onnxruntime's LayerNormalization against PyTensor (including rows whose mean
+is large against their spread), and the transformer block of
+``tests/nn/transformer_block.py`` against PyTensor with its node count."""
+
+from __future__ import annotations
+
+import collections
+import textwrap
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+
+from compiler import compile_to_onnx
+from passes.dce import DeadCodeElimination
+from ir.parser import parse_graph
+from passes.norm_recovery import RULES, NormRecovery
+from passes.rewrite.driver import apply_rules
+from tests.helpers import REFERENCE_MODE
+from tests.nn.transformer_block import block, layer_norm, weights
+from tests.passes.helpers import check_pass
+
+PASSES = [NormRecovery(), DeadCodeElimination()]
+RTOL = 1e-5  # the interpreter's layer_norm sums in float32, the matched graph in float64
+
+# PyTensor's raw layer norm over the last axis of x: f32[N,8] (the lowered mean form, sums widened to float64).
+LAYER_NORM = """
+        graph @main(%x: f32[N,8], %g: f32[8], %b: f32[8]) {{
+          const %eight: f32[] = 8.0
+          const %two: f32[] = 2.0
+          const %eps: f32[] = {eps}
+          %xw: f64[N,8] = cast(%x) {{to=f64}}
+          %xs: f64[N] = reduce_sum(%xw) {{axes=[1], keepdims=false}}
+          %xn: f32[N] = cast(%xs) {{to=f32}}
+          %xk: f32[N,1] = unsqueeze(%xn) {{axes=[1]}}
+          %mean: f32[N,1] = div(%xk, %eight)
+          %d: f32[N,8] = sub(%x, {mean})
+          %sq: f32[N,8] = {square}
+          %sw: f64[N,8] = cast(%sq) {{to=f64}}
+          %ss: f64[N] = reduce_sum(%sw) {{axes=[{axis}], keepdims=false}}
+          %sn: f32[N] = cast(%ss) {{to=f32}}
+          %sk: f32[N,1] = unsqueeze(%sn) {{axes=[1]}}
+          %var: f32[N,1] = div(%sk, %eight)
+          %ve: f32[N,1] = add(%var, %eps)
+          %sd: f32[N,1] = sqrt(%ve)
+          %y: f32[N,8] = div(%d, %sd)
+          %ys: f32[N,8] = mul(%y, %g)
+          %yb: f32[N,8] = add(%ys, %b)
+          return %yb
+        }}"""
+
+
+def layer_norm_ir(eps="1e-05", mean="%mean", square="pow(%d, %two)", axis="1") -> str:
+    return LAYER_NORM.format(eps=eps, mean=mean, square=square, axis=axis)
+
+
+@pytest.mark.parametrize("square", ["pow(%d, %two)", "mul(%d, %d)"])
+def test_layer_norm_with_scale_and_bias_is_one_layer_norm(square):
+    check_pass(PASSES, layer_norm_ir(square=square), """
+        graph @main(%x: f32[N,8], %g: f32[8], %b: f32[8]) {
+          %yb: f32[N,8] = layer_norm(%x, %g, %b) {epsilon=9.999999747378752e-06}
+          return %yb
+        }""", rtol=RTOL)
+
+
+@pytest.mark.parametrize("kw", [
+    {"mean": "%var"},  # x minus something else
+    {"square": "pow(%d, %eight)"},  # not a square
+    {"eps": "-1.0"},  # a negative epsilon
+], ids=["not-the-mean", "not-squared", "negative-eps"])
+def test_forms_that_are_not_a_layer_norm_do_not_fire(kw):
+    before = layer_norm_ir(**kw)
+    if "mean" in kw:  # %var is defined after %d: reorder into a valid graph with the same meaning
+        before = before.replace("%d: f32[N,8] = sub(%x, %var)", "%d: f32[N,8] = sub(%x, %xk)")
+    check_pass([NormRecovery()], before, None, sizes={"N": 3})
+
+
+def test_symbolic_normalized_axis_does_not_fire():
+    before = layer_norm_ir().replace("f32[N,8]", "f32[N,D]").replace("f64[N,8]", "f64[N,D]").replace(
+        "%g: f32[8], %b: f32[8]", "%g: f32[D], %b: f32[D]")
+    # divide by D read off the shape, as PyTensor's mean over a symbolic axis does
+    before = before.replace("          %xw: f64", "          %sh: i64[2] = shape(%x)\n          %shf: f32[2] = cast(%sh) {to=f32}\n"
+                            "          %dim: f32[] = gather(%shf, %one) {axis=0}\n          %xw: f64")
+    before = before.replace("const %eps", "const %one: i64[] = 1\n          const %eps").replace(", %eight)", ", %dim)")
+    check_pass([NormRecovery()], before, None, sizes={"N": 3, "D": 8})
+    trace = []
+    apply_rules(parse_graph(textwrap.dedent(before)), RULES.rules, trace=trace)
+    assert "the normalized axis has no static size (D)" in [m.reason for m in trace if m.rule == "layer-norm"]
+
+
+def test_strict_numerics_keeps_the_primitive_form():
+    check_pass([NormRecovery(numerics="strict")], layer_norm_ir(), None, sizes={"N": 3})
+
+
+def compile_layer_norm(offset: float):
+    x = pt.matrix("x", dtype="float32", shape=(None, 64))
+    g = pytensor.shared(np.linspace(0.5, 1.5, 64).astype("float32"), name="g")
+    b = pytensor.shared(np.linspace(-0.1, 0.1, 64).astype("float32"), name="b")
+    y = layer_norm(x, g, b)
+    value = (offset + np.random.default_rng(0).normal(size=(32, 64))).astype("float32")
+    m = compile_to_onnx([x], outputs=[y])
+    want = pytensor.function([x], y, mode=REFERENCE_MODE)(value)
+    return m, np.abs(m.run(value)[0] - want).max()
+
+
+def test_onnxruntime_layer_norm_matches_pytensor_on_centered_rows():
+    m, err = compile_layer_norm(0.0)
+    assert [n.op_type for n in m.model.graph.node] == ["LayerNormalization"]
+    assert err <= 2e-6, err
+
+
+@pytest.mark.parametrize("offset", [100.0, 1000.0])
+def test_rows_with_a_large_mean_keep_their_accuracy(offset):
+    # a one-pass E[x^2] - mean^2 would lose about eps * mean^2 / var here (0.06 at 1000): onnxruntime does not
+    _, err = compile_layer_norm(offset)
+    assert err <= 2e-6, err
+
+
+def test_transformer_block_has_two_layer_norms_and_matches_pytensor():
+    x, y = block(weights(d_model=32), heads=4)
+    m = compile_to_onnx([x], outputs=[y])
+    ops = collections.Counter(n.op_type for n in m.model.graph.node)
+    assert ops["LayerNormalization"] == 2 and ops["Gelu"] == 1 and ops["Softmax"] == 1
+    assert not {"ReduceSum", "ReduceMean", "Sqrt", "Pow", "Cast"} & set(ops), ops
+    assert sum(ops.values()) <= 34
+    value = np.random.default_rng(1).normal(size=(2, 7, 32)).astype("float32")
+    want = pytensor.function([x], y, mode=REFERENCE_MODE)(value)
+    np.testing.assert_allclose(m.run(value)[0], want, rtol=0, atol=1e-5)

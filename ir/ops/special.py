@@ -13,6 +13,10 @@ and says so:
 * ``gammaln(-inf) = +inf`` (C's ``lgamma``, which PyTensor's C and Numba
   backends call; SciPy returns -inf).
 
+``gammainc``/``gammaincc`` (binary, broadcasting) are SciPy's everywhere it
+converges (``backends/onnx/rules/incgamma_f64.py`` gives the methods and the
+measured bounds; NaN where a series would need over 2,000 terms).
+
 Poles follow SciPy: ``gammaln`` is +inf at 0 and at the negative integers;
 ``gamma`` is +-inf at +-0 and NaN at the negative integers; ``psi`` is -inf
 at +0, +inf at -0 and NaN at the negative integers; ``trigamma`` is +inf at

@@ -3,7 +3,8 @@ ordered and interval-censored likelihoods, SkewNormal) in every form
 samplers use (``forms.py``): each compiles, stays float64, and its logp and
 gradient match the raw graph evaluated by PyTensor's Python mode (SciPy's
 ``gammainc``/``erfc``, the same ``ScalarLoop`` gradients) to 1e-12 relative
-at 5 random points, normwise per output as ``test_models.py``.
+at 5 random points (1e-11 for ``gamma_logcdf``, see ``TOLERANCE``), normwise
+per output as ``test_models.py``.
 
 (PyTensor's C mode differs from its Python mode by up to 3e-10 on the
 censored Gamma's gradient: its C ``psi``, inside the ``gammainc`` gradient
@@ -23,6 +24,12 @@ from tests.pymc.forms import FORMS, build_form, random_points  # noqa: E402
 from tests.pymc.test_models import _reference  # noqa: E402
 
 
+# d/d alpha of log(F(hi) - F(lo)) divides PyTensor's gammainc gradient series (summed
+# to 1e-10 absolute) by a CDF difference: one ulp of a log in the series moves the result
+# by ~1e-12 relative. Allowed: 1e-11.
+TOLERANCE = {"gamma_logcdf": 1e-11}
+
+
 def _pytensor_float_dtypes(model) -> set:
     """The float dtypes of the raw logp graph's variables. PyMC's ``logpow``
     switches between the constants 0.0 and -inf, which PyTensor types float32
@@ -35,7 +42,9 @@ def _pytensor_float_dtypes(model) -> set:
 def _cases():
     for name in CDF_MODELS:
         for form in FORMS:
-            marks = [pytest.mark.slow] if form == "compiled" else []  # two C compilations per model
+            # "compiled": two C compilations per model; "ravel" repeats "raw" through PyMC's
+            # sampler wrapper (the slow job runs both)
+            marks = [pytest.mark.slow] if form != "raw" else []
             yield pytest.param(name, form, marks=marks, id=f"{name}-{form}")
 
 
@@ -65,7 +74,7 @@ def test_cdf_model_form_matches_reference(models, name, form):
         for i, (g, w) in enumerate(zip(got, want)):
             assert g.dtype == np.float64 and g.shape == np.shape(w)
             scale = max(np.max(np.abs(w)), 1e-300)
-            assert np.max(np.abs(g - w)) <= 1e-12 * scale, f"{name}/{form} output {i}"
+            assert np.max(np.abs(g - w)) <= TOLERANCE.get(name, 1e-12) * scale, f"{name}/{form} output {i}"
 
 
 def test_censored_gamma_reaches_the_incomplete_gamma():

@@ -1,5 +1,5 @@
 """PyMC benchmark: the twelve models of issue 9 (``tests/pymc/models.py``)
-as samplers call them, ``model.logp_dlogp_function(ravel_inputs=True)``
+and the CDF models of issue 26 (``tests/pymc/cdf_models.py``) as samplers call them, ``model.logp_dlogp_function(ravel_inputs=True)``
 (one raveled point in, logp and its gradient out).
 
 Per model and number of observations: the ONNX node count, and the median
@@ -33,7 +33,10 @@ from backends.onnx.runtime import DISABLED_OPTIMIZERS  # noqa: E402
 
 from compiler import compile_to_onnx  # noqa: E402
 from compiler.tools.demo_pymc import median_seconds  # noqa: E402
-from tests.pymc.models import MODELS  # noqa: E402
+from tests.pymc.cdf_models import CDF_MODELS  # noqa: E402
+from tests.pymc.models import MODELS as BASE_MODELS  # noqa: E402
+
+MODELS = BASE_MODELS | CDF_MODELS  # issue 9's twelve and issue 26's CDF models
 
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}

@@ -13,6 +13,10 @@ and says so:
 * ``gammaln(-inf) = +inf`` (C's ``lgamma``, which PyTensor's C and Numba
   backends call; SciPy returns -inf).
 
+``gammainc``/``gammaincc`` (binary, broadcasting) are SciPy's everywhere it
+converges (``backends/onnx/rules/incgamma_f64.py`` gives the methods and the
+measured bounds; NaN where a series would need over 2,000 terms).
+
 Poles follow SciPy: ``gammaln`` is +inf at 0 and at the negative integers;
 ``gamma`` is +-inf at +-0 and NaN at the negative integers; ``psi`` is -inf
 at +0, +inf at -0 and NaN at the negative integers; ``trigamma`` is +inf at
@@ -48,6 +52,14 @@ def _in_dtype(fn):
     return wrapped
 
 
+def _in_dtype2(fn):
+    """Binary ``fn`` computed in float64 and rounded to the first input's dtype."""
+    def wrapped(a, x):
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(a.astype(np.float64), x.astype(np.float64))).astype(a.dtype)
+    return wrapped
+
+
 UNARY_SPECIAL = {
     "gammaln": _limit_inf(sp.gammaln, odd=False), "gamma": sp.gamma, "psi": sp.psi, "trigamma": lambda x: sp.polygamma(1, x),
     "erfc": sp.erfc, "erfcx": sp.erfcx, "erfinv": sp.erfinv, "erfcinv": sp.erfcinv,
@@ -74,6 +86,25 @@ def _atan2_infer(types, attrs, consts):
     same_dtype(types, "atan2")
     check_dtype(types[0], "f", "atan2")
     return [TensorType(types[0].dtype, broadcast_shapes([t.shape for t in types], "atan2"))]
+
+
+def _binary_special_infer(name):
+    def infer(types, attrs, consts):
+        same_dtype(types, name)
+        check_dtype(types[0], "f", name)
+        return [TensorType(types[0].dtype, broadcast_shapes([t.shape for t in types], name))]
+    return infer
+
+
+# Regularized incomplete gamma functions P(a, x) and Q(a, x), SciPy's values everywhere
+# (NaN for a < 0, x < 0; see backends/onnx/rules/incgamma_f64.py for the special points).
+BINARY_SPECIAL = {"gammainc": sp.gammainc, "gammaincc": sp.gammaincc}
+
+for _name, _fn in BINARY_SPECIAL.items():
+    register(OpDef(_name, _binary_special_infer(_name),
+                   (lambda fn: lambda args, attrs: [_in_dtype2(fn)(*args)])(_fn), 2,
+                   traits={ELEMENTWISE, BROADCASTING, TOTAL},
+                   doc=f"scipy.special.{_name}(a, x) with broadcasting (PyTensor {_name})"))
 
 
 register(OpDef("atan2", _atan2_infer, lambda args, attrs: [np.arctan2(*args).astype(args[0].dtype)], 2,

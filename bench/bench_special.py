@@ -1,0 +1,75 @@
+"""Special-function benchmark: elements per second of the emitted ONNX
+function in onnxruntime (one intra-op thread) against ``scipy.special`` on
+the same float64 arguments, at 1e3 and 1e6 elements, with their ratio.
+
+Arguments are drawn over the functions' working domain (for ``gammainc``/
+``gammaincc``: a log-uniform in [0.1, 100], x = a * exp(N(0, 1)), so every
+method runs). Timings are medians of wall-clock runs on a possibly shared
+machine: read them, never assert on them.
+
+Usage::
+
+    python bench/bench_special.py [--sizes 1000 1000000] [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+import pytensor.tensor as pt  # noqa: E402
+import scipy.special as sp  # noqa: E402
+
+from backends.onnx.runtime import DISABLED_OPTIMIZERS  # noqa: E402
+from compiler import compile_to_onnx  # noqa: E402
+
+FUNCTIONS = {"gammainc": (pt.gammainc, sp.gammainc), "gammaincc": (pt.gammaincc, sp.gammaincc)}
+
+
+def arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(a, x) float64 vectors of n elements (see the module docstring)."""
+    a = np.exp(rng.uniform(np.log(0.1), np.log(100.0), n))
+    return a, a * np.exp(rng.normal(size=n))
+
+
+def median_seconds(fn, runs: int) -> float:
+    """Median wall-clock seconds of ``fn()`` over ``runs`` calls (after one warm-up)."""
+    fn()
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", type=int, default=[1000, 1_000_000])
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args(argv)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    print(f"{'function':<10} {'n':>8} {'onnxruntime el/s':>17} {'scipy el/s':>12} {'ratio':>6}")
+    for name, (op, ref) in FUNCTIONS.items():
+        a, x = pt.dvector("a"), pt.dvector("x")
+        model = compile_to_onnx([a, x], outputs=[op(a, x)])
+        session = ort.InferenceSession(model.model.SerializeToString(), options, providers=["CPUExecutionProvider"],
+                                       disabled_optimizers=DISABLED_OPTIMIZERS)
+        names = [i.name for i in session.get_inputs()]
+        for n in args.sizes:
+            av, xv = arguments(n, np.random.default_rng(0))
+            feed = dict(zip(names, (av, xv)))
+            onnx_s = median_seconds(lambda: session.run(None, feed), args.runs)
+            scipy_s = median_seconds(lambda: ref(av, xv), args.runs)
+            print(f"{name:<10} {n:>8} {n / onnx_s:>17.3g} {n / scipy_s:>12.3g} {scipy_s / onnx_s:>6.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -45,8 +45,10 @@ def check_pass_list(passes) -> None:
                 raise ValueError(f"passes[{i}] = {p!r} is not a registered pass; "
                                  f"known passes: {', '.join(sorted(known))}")
         elif not isinstance(p, Pass):
+            hint = ("; the second positional argument is passes: give the outputs as outputs=[...]"
+                    if hasattr(p, "owner") and hasattr(p, "type") else "")  # a PyTensor variable
             raise TypeError(f"passes[{i}] must be a Pass object or a registered pass name (str), "
-                            f"got {type(p).__name__} {p!r}")
+                            f"got {type(p).__name__} {p!r}{hint}")
 
 
 def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:

@@ -14,7 +14,15 @@ Subcommands:
                 random graphs; exit status 1 if any crash or mismatch.
 
 ``python -m compiler.tools.cli ...`` is the same program. Heavy imports (PyTensor,
-scikit-learn) happen only inside the subcommand that needs them.
+scikit-learn) happen only inside the subcommand that needs them; the console
+script enters through the top-level ``pytensor_onnx_cli`` module, which loads
+this file without importing the ``compiler`` package (whose ``__init__`` loads
+PyTensor and the compile path), so ``--help``, ``--version`` and usage errors
+start in a fraction of a second. This module therefore imports only the
+standard library at module level.
+
+A failing subcommand prints one line, ``pytensor-onnx COMMAND: ErrorType:
+message``, and exits 1; ``--traceback`` shows the full traceback instead.
 """
 
 from __future__ import annotations
@@ -25,6 +33,10 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Sequence
 
 DIST_NAME = "pytensor-onnx"
+# compiler.tools.demo's defaults, repeated so that building the parser imports nothing heavy
+# (tests/test_cli.py checks they match the demo's)
+DEMO_MODELS = ("cnn", "mlp")
+DEMO_DEFAULTS = {"model": "cnn", "epochs": 10, "seed": 0, "mode": "FAST_COMPILE"}
 
 
 def package_version() -> str:
@@ -152,12 +164,16 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the console script."""
-    from compiler.tools.demo import DEFAULT_EPOCHS, DEFAULT_MODE, DEFAULT_MODEL, DEFAULT_SEED, MODELS
-
+    """The argument parser of the console script (builds without importing
+    PyTensor or the compiler)."""
+    DEFAULT_MODEL, DEFAULT_EPOCHS, DEFAULT_SEED, DEFAULT_MODE = (
+        DEMO_DEFAULTS[k] for k in ("model", "epochs", "seed", "mode"))
+    MODELS = DEMO_MODELS
     parser = argparse.ArgumentParser(prog="pytensor-onnx",
                                      description="A graph-rewrite compiler from PyTensor graphs to ONNX.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    parser.add_argument("--traceback", action="store_true",
+                        help="on an error, print the full Python traceback (default: one line)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="train a CNN on the digits data set, compile it to ONNX, "
@@ -247,9 +263,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     return the exit status: 0 on success; 1 when the demo's onnxruntime
     results disagree with PyTensor, onnxruntime-web is not found (``--web``),
     ``web-glue`` cannot read the model or the fuzzer found a failure; 2 on a
-    usage error."""
+    usage error, or when the subcommand raised (one line on stderr, the
+    traceback with ``--traceback``)."""
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    if args.traceback:
+        return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print(f"pytensor-onnx {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - every failure becomes one line; --traceback shows it whole
+        first = str(err).strip().splitlines()
+        print(f"pytensor-onnx {args.command}: {type(err).__name__}: {first[0] if first else ''}"
+              + (" (more with --traceback)" if len(first) > 1 else ""), file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -160,3 +160,29 @@ def test_compile_finds_a_module_in_the_current_directory(tmp_path, monkeypatch, 
     assert main(["compile", "mymodels_t29:build", "-o", "m.onnx"]) == 0
     assert "wrote m.onnx: 1 nodes" in capsys.readouterr().out
     sys.modules.pop("mymodels_t29", None)
+
+
+@pytest.mark.parametrize("retrain", [False, True])
+def test_demo_web_reuses_the_trained_model_unless_told_to_retrain(retrain, monkeypatch, tmp_path, capsys):
+    import compiler.tools.demo
+    import compiler.tools.website
+
+    (tmp_path / "model.onnx").write_bytes(b"trained before")
+    trained, pages = [], []
+
+    def fake_run_demo(out_dir, model, epochs, seed, mode, log):
+        trained.append(out_dir)
+        raise RuntimeError("stop after training was asked for")
+
+    monkeypatch.setattr(compiler.tools.demo, "run_demo", fake_run_demo)
+    monkeypatch.setattr(compiler.tools.website, "find_ort_dist", lambda where: tmp_path / "ort")
+    monkeypatch.setattr(compiler.tools.website, "write_site",
+                        lambda web, model_path, ort, title, seed: pages.append(model_path) or tmp_path / "index.html")
+    argv = ["demo", "--out", str(tmp_path), "--web", str(tmp_path / "site")] + (["--retrain"] if retrain else [])
+    status = main(argv)
+    if retrain:
+        assert status == 1 and trained == [str(tmp_path)] and not pages
+        assert "stop after training" in capsys.readouterr().err
+    else:
+        assert status == 0 and not trained and pages == [tmp_path / "model.onnx"]
+        assert "using" in capsys.readouterr().out

@@ -59,7 +59,10 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
     PyTensor's ``Elemwise`` refuses to broadcast a dim that is not statically
     1 ("Runtime broadcasting not allowed"); ``Dot``, ``BatchedDot`` and
     ``Blockwise(Dot)`` need equal contracted (and batch) dims. ONNX would
-    broadcast a length-1 dim silently, or fail inside onnxruntime. Only dims
+    broadcast a length-1 dim silently, or fail inside onnxruntime. A core
+    dim name a ``Blockwise`` (or a core op's ``gufunc_signature``) repeats
+    joins those dims: ``det``, ``inv``, ``cholesky`` need square matrices,
+    ``solve`` a right-hand side of matching rows. Only dims
     that are an input's own symbolic name are tracked; computed dims are not.
     A dim name shared by several inputs (``input_shapes``) is a group too.
 
@@ -80,6 +83,7 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
     from pytensor.tensor.blockwise import Blockwise
     from pytensor.tensor.elemwise import Elemwise
     from pytensor.tensor.math import Dot
+    from pytensor.tensor.utils import _parse_gufunc_signature
 
     graph = lowered.graph
     owner: dict[str, tuple[str, int]] = {}
@@ -136,15 +140,34 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
     if occurrences == 0:
         return []  # every input dim is static: the ONNX input types hold them all
     order = lowered.order if lowered.order else io_toposort(lowered.input_vars, lowered.output_vars)
-    kinds: dict[type, str | None] = {}  # op class -> "elemwise", "dot", "blockwise" or None (nothing to check)
+    kinds: dict[type, str | None] = {}  # op class -> "elemwise", "dot", "blockwise", "gufunc" or None
     for node in order:
         op = node.op
         kind = kinds.get(type(op), "?")
         if kind == "?":
             kind = kinds[type(op)] = ("elemwise" if isinstance(op, Elemwise) else "dot"
                                       if isinstance(op, (Dot, BatchedDot)) else "blockwise"
-                                      if isinstance(op, Blockwise) else None)
-        if kind is None or kind == "blockwise" and not isinstance(op.core_op, Dot):
+                                      if isinstance(op, Blockwise) else "gufunc"
+                                      if getattr(op, "gufunc_signature", None) else None)
+        if kind is None:
+            continue
+        if kind == "blockwise" and not isinstance(op.core_op, Dot) or kind == "gufunc":
+            # a core dim name repeated in the signature ("(m,m)->()": det, inv, cholesky; "(m,m),(m,n)->(m,n)":
+            # solve) makes those dims equal; PyTensor's core op raises otherwise (LinAlgError, a ValueError)
+            signature = op.inputs_sig if kind == "blockwise" else _parse_gufunc_signature(op.gufunc_signature)[0]
+            shapes = [ir_shape(v) for v in node.inputs[:len(signature)]]
+            if any(s is None or len(s) < len(names) or kind == "gufunc" and len(s) != len(names)
+                   for s, names in zip(shapes, signature)):
+                continue
+            by_name: dict[str, list] = {}
+            for s, names in zip(shapes, signature):
+                for name, d in zip(names, s[len(s) - len(names):]):
+                    by_name.setdefault(name, []).append(d)
+            for dims in by_name.values():
+                if len(dims) > 1:
+                    union(*dims)
+            if kind == "blockwise":
+                union_broadcast([s[:len(s) - len(names)] for s, names in zip(shapes, signature)])
             continue
         if kind == "elemwise":
             if len(node.inputs) < 2:
@@ -273,4 +296,5 @@ def check_equal_dims(feed: Mapping, equal_dims: Sequence, trusted: frozenset = f
             if size != sizes[0][0]:
                 s0, n0, a0 = sizes[0]
                 raise ValueError(f"input {n!r} axis {a} has size {size}, but input {n0!r} axis {a0} has "
-                                 f"size {s0}: PyTensor requires them equal (no runtime broadcasting)")
+                                 f"size {s0}: PyTensor requires them equal (no runtime broadcasting; square "
+                                 f"matrices in linear algebra)")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from importlib.metadata import PackageNotFoundError, version
 from typing import Sequence
 
@@ -86,10 +87,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         pymc_report = run_pymc_demo(args.out, seed=args.seed, log=lambda line: print(line, flush=True))
         print(format_pymc_report(pymc_report))
         return 0 if pymc_report.ok else 1
-    if (args.serve or args.from_model or args.ort_dir) and not args.web:
-        print("pytensor-onnx demo: --serve, --from-model and --ort-dir need --web DIR", file=sys.stderr)
+    if (args.serve or args.from_model or args.ort_dir or args.retrain) and not args.web:
+        print("pytensor-onnx demo: --serve, --from-model, --ort-dir and --retrain need --web DIR", file=sys.stderr)
         return 2
     status, model_path = 0, args.from_model
+    existing = Path(args.out) / "model.onnx"
+    if args.web and model_path is None and not args.retrain and existing.exists():
+        print(f"using {existing} (--retrain trains and overwrites it)", flush=True)
+        model_path = existing
     if args.web:  # find onnxruntime-web before training, so a missing one fails fast
         from compiler.tools.website import OrtWebNotFound, find_ort_dist
 
@@ -199,6 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--ort-dir", metavar="DIR",
                       help="with --web: where onnxruntime-web's dist files are (default: the project's "
                            "node_modules, $PYTENSOR_ONNX_ORT_DIR, the user cache, else `npm pack` into the cache)")
+    demo.add_argument("--retrain", action="store_true",
+                      help="with --web: train again even when DIR of --out already holds model.onnx "
+                           "(default: reuse it)")
     demo.add_argument("--serve", action="store_true",
                       help="with --web: serve DIR on 127.0.0.1 (COOP/COEP headers: two WASM threads) until Ctrl-C")
     demo.add_argument("--port", type=int, default=8000, metavar="N",
@@ -250,8 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="how the default-mode reference runs (its rewritten graph either way): 'python' with "
                            "the ops' Python implementations (default, ~0.2 s a graph), 'default' with the default "
                            "mode's own backend (Numba in PyTensor 3, C in 2.38: seconds a graph to compile)")
-    fuzz.add_argument("--family", default="ops", choices=["ops", "scan-grad"],
-                      help="programs: random op chains (default), or a random scan and its nested gradients")
+    fuzz.add_argument("--family", default="ops", choices=["ops", "scan-grad", "idioms"],
+                      help="programs: random op chains (default), a random scan and its nested gradients, or "
+                           "idioms (convolution, pooling, linear algebra, sorting, special functions)")
     fuzz.add_argument("--no-isolate", action="store_true",
                       help="run cases in this process (a hard onnxruntime crash then ends the run)")
     fuzz.set_defaults(func=_cmd_fuzz)

@@ -85,3 +85,22 @@ def test_a_fixed_dim_reached_through_another_input_is_refused():
     with pytest.raises(ValueError, match="input 'x' axis 1 has size 4, but the graph fixes that dim to size 3"):
         m.run(np.ones((2, 4)), np.ones((2, 4)))
     np.testing.assert_allclose(m.run(np.ones((2, 3)), np.ones((2, 3)))[0], (6 + 9) * 2 + 12.0)
+
+
+@pytest.mark.parametrize("op", ["det", "inv", "solve"])
+def test_a_non_square_matrix_is_refused_as_pytensor_refuses_it(op):
+    # the core dims a gufunc signature repeats ("(m,m)->()", "(m,m),(m,n)->(m,n)") must be equal
+    a, b = pt.matrix("a"), pt.matrix("b")
+    out = pt.linalg.solve(a, b) if op == "solve" else getattr(pt.linalg, op)(a)
+    wrong, rhs = np.ones((2, 3)), np.ones((2, 1))
+    with pytest.raises(ValueError):  # numpy's LinAlgError is a ValueError
+        pytensor.function([a, b], out, mode=REFERENCE_MODE, on_unused_input="ignore")(wrong, rhs)
+    m = compile_to_onnx([a, b], outputs=[out])
+    with pytest.raises(ValueError, match="input 'a' axis 1 has size 3, but input 'a' axis 0 has size 2"):
+        m.run(wrong, rhs)
+    square = np.array([[2.0, 1.0], [1.0, 3.0]])
+    want = pytensor.function([a, b], out, mode=REFERENCE_MODE, on_unused_input="ignore")(square, rhs)
+    np.testing.assert_allclose(m.run(square, rhs)[0], want, rtol=1e-12)
+    if op == "solve":
+        with pytest.raises(ValueError, match="input 'b' axis 0 has size 3"):
+            m.run(square, np.ones((3, 1)))

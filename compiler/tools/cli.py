@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Sequence
 
 DIST_NAME = "pytensor-onnx"

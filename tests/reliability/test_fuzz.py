@@ -236,7 +236,8 @@ def test_a_model_that_accepts_a_shape_pytensor_refuses_is_a_mismatch():
 
 
 # The idioms family (``compiler/tools/fuzz/idioms.py``): convolution, pooling, linear algebra, sorting and
-# special functions as users write them. The quick run covers each idiom twice; the slow job runs 500 graphs.
+# special functions as users write them. The quick run covers each idiom twice; the slow job runs 300 graphs
+# (~60 s of CPU per 100 on the loaded machine).
 def test_idiom_programs_are_deterministic_and_cover_every_idiom():
     from compiler.tools.fuzz.idioms import SPECIAL
 
@@ -260,7 +261,7 @@ def test_quick_idioms_run_has_no_unexplained_failures(start):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("start", range(300_000, 300_500, 100))
+@pytest.mark.parametrize("start", range(300_000, 300_300, 100))
 def test_long_idioms_run_has_no_failures(start):
     report = fuzz(start, 100, isolate=True, shrink_failures=True, backend="python", timeout_s=120, family="idioms")
     print(report.summary())

@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from compiler import compile_to_onnx
+
 SHAPE_ERRORS = (ValueError, AssertionError)
 REFUSED_BY_ORT = "wrong-shape-refused-by-onnxruntime"
 COMPUTED_DIM = "computed-dim-runtime-broadcast"
@@ -120,8 +122,6 @@ def _in_no_checked_group(program, changed: tuple[str, int]) -> bool:
     compile of the program, not the model under test): then the dim PyTensor
     refused to broadcast is computed inside the graph and no input check
     can see it."""
-    from compiler import compile_to_onnx
-
     ns: dict = {}
     exec(program.source(), ns)  # noqa: S102 - our own generated source
     groups = compile_to_onnx([ns[n] for n, *_ in program.inputs], outputs=[ns["out"]]).equal_dims

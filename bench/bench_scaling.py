@@ -262,14 +262,28 @@ def floor_onnx_ir(parts) -> bytes:
 
 
 # -- measuring ----------------------------------------------------------------
-def cpu(fn: Callable, repeats: int) -> tuple[float, object]:
-    """Median CPU seconds of ``fn()`` over ``repeats`` runs, and its last result."""
+FLOOR_GC = "paused"  # the floors run under the GC state compile_to_onnx gives itself (driver._gc_paused)
+
+
+def cpu(fn: Callable, repeats: int, gc_state: str = FLOOR_GC) -> tuple[float, object]:
+    """Median CPU seconds of ``fn()`` over ``repeats`` runs, and its last
+    result. ``gc_state``: ``"paused"`` (the cyclic garbage collector is off
+    during ``fn``, as ``compile_to_onnx`` turns it off while it compiles and
+    serializes: a floor timed with it on pays young-generation collections
+    our compile does not, 2.2-2.7x at 100k nodes) or ``"running"``."""
     times, result = [], None
     for _ in range(repeats):
         gc.collect()
-        start = time.process_time()
-        result = fn()
-        times.append(time.process_time() - start)
+        enabled = gc.isenabled()
+        if gc_state == "paused":
+            gc.disable()
+        try:
+            start = time.process_time()
+            result = fn()
+            times.append(time.process_time() - start)
+        finally:
+            if enabled:
+                gc.enable()
     return statistics.median(times), result
 
 
@@ -401,11 +415,13 @@ def _load_yolo(path: Path):
     return module
 
 
-def yolo_child(which: str, path: str) -> None:
+def yolo_child(which: str, path: str, threads: int = 1) -> None:
     """In a fresh process: build the model, then compile it (``ours``: default
     ``compile_to_onnx``) or export its torch twin with torch's legacy exporter
-    (``torch``), and print CPU seconds and the peak RSS growth (MiB) of that
-    step (the process's peak RSS, ``VmHWM``, after it minus the RSS before it)."""
+    (``torch``, with ``threads`` intra-op threads), and print CPU seconds and
+    the peak RSS growth (MiB) of that step (the process's peak RSS, ``VmHWM``,
+    after it minus the RSS before it). Both steps include serializing the
+    model to bytes."""
     import io
     import json
     import resource
@@ -431,12 +447,17 @@ def yolo_child(which: str, path: str) -> None:
         tiny = pt.tensor("t", dtype="float32", shape=(1, 3, 8, 8))  # warms imports on a tiny model, so that
         compile_to_onnx([tiny], outputs=[nn.relu(tiny) * 2])  # the high-water mark stays below the real one
         images, out, _ = module.build_pytensor(0)
-        step = lambda: compile_to_onnx([images], outputs=[out])  # noqa: E731
+
+        def step():  # serialized to bytes, as torch.onnx.export writes them
+            compiled = compile_to_onnx([images], outputs=[out])
+            compiled.model.SerializeToString()
+            return compiled
     else:
         import warnings
 
         import torch
 
+        torch.set_num_threads(threads)  # torch's default (one per core) is ~6x slower on a loaded 2-core machine
         with warnings.catch_warnings():  # warms the exporter's imports on a tiny model
             warnings.simplefilter("ignore")
             torch.onnx.export(torch.nn.Conv2d(3, 3, 1), (torch.zeros(1, 3, 8, 8),), io.BytesIO(), dynamo=False)
@@ -453,14 +474,16 @@ def yolo_child(which: str, path: str) -> None:
     result = step()
     seconds = time.process_time() - start
     peak = hwm_mib()
-    info = {"cpu": seconds, "peak_growth_mib": peak - before}
+    info = {"cpu": seconds, "peak_growth_mib": peak - before, "gc": "enabled" if gc.isenabled() else "disabled"}
+    if which == "torch":
+        info["torch_threads"] = torch.get_num_threads()
     if which == "ours":
         info["onnx_nodes"] = len(result.model.graph.node)
         info["timings"] = result.timings
     print(json.dumps(info))
 
 
-def yolo_rows(path: Path, repeats: int) -> list[str]:
+def yolo_rows(path: Path, repeats: int, threads: int = 1) -> list[str]:
     """CPU seconds and peak memory growth of compiling the YOLO11n-class model
     (default options) and of torch's legacy exporter on its torch twin, each
     in ``repeats`` fresh subprocesses (medians)."""
@@ -474,8 +497,8 @@ def yolo_rows(path: Path, repeats: int) -> list[str]:
     for which in ("ours", "torch"):
         runs = []
         for _ in range(repeats):
-            proc = subprocess.run([sys.executable, __file__, "--yolo-child", which, "--yolo-module", str(path)],
-                                  capture_output=True, text=True)
+            proc = subprocess.run([sys.executable, __file__, "--yolo-child", which, "--yolo-module", str(path),
+                                   "--torch-threads", str(threads)], capture_output=True, text=True)
             if proc.returncode != 0:
                 lines.append(f"yolo {which}: failed: {proc.stderr.strip().splitlines()[-1:]}")
                 break
@@ -486,7 +509,7 @@ def yolo_rows(path: Path, repeats: int) -> list[str]:
         cpu_s = statistics.median(r["cpu"] for r in runs)
         mem = statistics.median(r["peak_growth_mib"] for r in runs)
         label = "compile_to_onnx (default)" if which == "ours" else "torch.onnx.export (legacy)"
-        extra = ""
+        extra = f", torch threads {runs[-1]['torch_threads']}" if which == "torch" else ""
         if which == "ours":
             extra = f", {runs[-1]['onnx_nodes']} ONNX nodes, split (s): " + ", ".join(
                 f"{k} {v:.3f}" for k, v in runs[-1]["timings"].items())
@@ -512,10 +535,12 @@ def main(argv=None) -> None:
     parser.add_argument("--keep-ir", action="store_true", help="compile with keep_ir=True")
     parser.add_argument("--yolo-module", type=Path, default=YOLO_MODULE,
                         help=f"the YOLO11n-class model module (default: {YOLO_MODULE})")
+    parser.add_argument("--torch-threads", type=int, default=1, metavar="N",
+                        help="torch.set_num_threads for the exporter (default: 1, printed with its row)")
     parser.add_argument("--yolo-child", choices=["ours", "torch"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.yolo_child:
-        yolo_child(args.yolo_child, str(args.yolo_module))
+        yolo_child(args.yolo_child, str(args.yolo_module), args.torch_threads)
         return
 
     rows = []
@@ -531,14 +556,15 @@ def main(argv=None) -> None:
             print(f"measured {family} {size}", flush=True)
     if rows:
         print(f"\nCPU time, median of {args.repeats} (1 at 100k); compile_to_onnx + SerializeToString, "
-              f"verify_each_pass={args.verify_each_pass}, keep_ir={args.keep_ir}")
+              f"verify_each_pass={args.verify_each_pass}, keep_ir={args.keep_ir}; the floors are timed with the "
+              f"garbage collector {FLOOR_GC}, as compile_to_onnx pauses it")
         print(format_rows(rows))
         print("\nsplit (us per PyTensor node): wall-clock stage times from CompiledModel.timings and history "
               "(inflated on a loaded machine), CPU time for serialization and to bytes")
         print(format_splits(rows))
     if "yolo" in args.families:
         print()
-        print("\n".join(yolo_rows(args.yolo_module, args.repeats)))
+        print("\n".join(yolo_rows(args.yolo_module, args.repeats, args.torch_threads)))
 
 
 if __name__ == "__main__":

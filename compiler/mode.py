@@ -41,6 +41,7 @@ from pytensor.link.basic import JITLinker
 
 from compiler.core.driver import compile_to_onnx
 from compiler.core.options import CompileOptions
+from compiler.core.validation import check_equal_dims
 from compiler.lowering.compat import SCAN_PREALLOC_TAG
 
 INCOMPATIBLE_REWRITES = ("cxx_only", "BlasOpt", "fusion", "inplace", "local_careduce_fusion", SCAN_PREALLOC_TAG)
@@ -116,6 +117,8 @@ class ONNXLinker(JITLinker):
         return run
 
     def _compile(self, fgraph, shared_shapes: dict):
+        from pytensor.compile.sharedvalue import SharedVariable
+
         options = self.options
         if shared_shapes:
             options = dataclasses.replace(options, input_shapes={**shared_shapes, **options.input_shapes})
@@ -123,9 +126,14 @@ class ONNXLinker(JITLinker):
         self.compiled = compiled
         positions = [fgraph.inputs.index(v) for v in compiled.input_variables]
         names, outputs, session = compiled.input_names, compiled.output_names, compiled.session
+        equal_dims = compiled.equal_dims
+        shared = frozenset(name for name, v in zip(names, compiled.input_variables) if isinstance(v, SharedVariable))
 
         def run(values) -> list[np.ndarray]:
-            return session.run(outputs, {name: _c_array(values[i]) for name, i in zip(names, positions)})
+            feed = {name: _c_array(values[i]) for name, i in zip(names, positions)}
+            if equal_dims:
+                check_equal_dims(feed, equal_dims, shared)  # PyTensor's runtime refusals ONNX would not make
+            return session.run(outputs, feed)
 
         return run
 

@@ -5,6 +5,7 @@ the MLP behind ``--model mlp``; the console script's report."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -13,6 +14,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+from backends.onnx.provenance import node_origins
 from compiler.tools.demo import (MODELS, DemoReport, adam_updates, format_histogram, format_report, load_digits_split,
                            run_demo)
 
@@ -61,6 +63,15 @@ def test_demo_writes_a_valid_model_and_ir_dumps(demo):
     names = [p.name for p in report.ir_files]
     assert names[0] == "00-lowered.ir" and len(names) >= 2
     assert all((out / "ir" / name).read_text().startswith("graph @main(") for name in names)
+
+
+def test_the_saved_model_holds_no_absolute_path(demo):
+    # the web demo ships this file: provenance names files relative to the current directory
+    report, out = demo
+    data = report.model_path.read_bytes()
+    assert os.getcwd().encode() not in data and str(out).encode() not in data
+    sources = {o["source"] for n in onnx.load(report.model_path).graph.node for o in node_origins(n)}
+    assert sources and not any(os.path.isabs(s.split(":")[0]) for s in sources), sources
 
 
 def test_saved_model_is_the_one_that_was_checked(demo):

@@ -124,3 +124,13 @@ def test_the_default_structural_check_catches_a_broken_structure_after_the_passe
     y = pt.exp(x) * np.float32(3)
     with pytest.raises(VerificationError, match=r"after the passes: %\S+ has a dangling use: a mul node"):
         compile_to_onnx([x], outputs=[y], passes=["canonicalize", UnlinkLastNode.name])
+
+
+def test_a_list_of_inputs_without_outputs_names_outputs():
+    x = pt.vector("x")
+    with pytest.raises(TypeError, match=r"got a list of inputs but no outputs: pass them as outputs=, as in "
+                                        r"compile_to_onnx\(\[x\], outputs=\[y\]\)"):
+        compile_to_onnx([x])
+    with pytest.raises(TypeError, match=r"passes\[0\] must be a Pass .* the second positional argument is passes: "
+                                        r"give the outputs as outputs=\[...\]"):
+        compile_to_onnx([x], [pt.exp(x)])

@@ -36,6 +36,8 @@ from compiler.lowering.context import LoweringOptions
     ({"opt_bisect_limit": "3"}, TypeError, "opt_bisect_limit must be an int"),
     ({"external_data_threshold": -5}, ValueError, "external_data_threshold=-5 must not be negative"),
     ({"dump_ir": 3}, TypeError, r"dump_ir must be a directory \(str or path\) or None"),
+    ({"provenance": "hidden"}, ValueError, r"provenance must be one of 'relative', 'absolute', 'none'; got 'hidden'"),
+    ({"provenance_root": 1}, TypeError, r"provenance_root must be a directory \(str or path\) or None"),
     ({"emit_options": [("silu", "function")]}, TypeError, "emit_options must be a dict, got list"),
     ({"emit_options": {"bogus": 1}}, ValueError, "unknown key 'bogus'; accepted keys: float64_conv, gelu"),
     ({"emit_options": {"gelu": "tanh"}}, ValueError, r"emit_options\['gelu'\] = 'tanh': accepted values are "

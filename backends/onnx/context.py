@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 import numpy as np
 import onnx_ir as oir
 
-from backends.onnx.provenance import ORIGINS_KEY, origin_texts
+from backends.onnx.provenance import ORIGINS_KEY, PROVENANCE_MODES, SourcePaths, origin_texts
 from ir.errors import EmitError
 from ir.core import Node
 from ir.numerics import NUMERICS
@@ -74,6 +74,13 @@ class EmitOptions:
             MaxPool/GlobalMaxPool, whose result for a window holding NaN is
             unspecified (see ``ir/ops/nn.py``); ``"propagate"`` adds a NaN
             mask so that such windows give NaN, as ``np.max`` does.
+        provenance: how node provenance names source files
+            (``provenance.SourcePaths``): ``"relative"`` (default: to
+            ``provenance_root``, else a module path or base name; never
+            absolute), ``"absolute"`` (as PyTensor recorded them) or
+            ``"none"`` (nodes carry no provenance).
+        provenance_root: the directory ``"relative"`` paths start from
+            (None: the current directory when the model is emitted).
     """
 
     opset: int = 18
@@ -83,6 +90,8 @@ class EmitOptions:
     silu: str = "auto"
     gelu: str = "function"
     max_pool_nan: str = "native"
+    provenance: str = "relative"
+    provenance_root: str | None = None
 
     CHOICES = {"numerics": NUMERICS, "float64_conv": ("exact", "float32", "native"),
                "silu": ("auto", "function", "primitive"),
@@ -93,6 +102,9 @@ class EmitOptions:
             if getattr(self, name) not in allowed:
                 raise ValueError(f"emit option {name}={getattr(self, name)!r}: accepted values are "
                                  f"{', '.join(map(repr, allowed))}")
+        if self.provenance not in PROVENANCE_MODES:  # CompileOptions' own option, not an emit_options key
+            raise ValueError(f"provenance must be one of {', '.join(map(repr, PROVENANCE_MODES))}; "
+                             f"got {self.provenance!r}")
 
     @property
     def strict(self) -> bool:
@@ -181,6 +193,8 @@ class EmitContext:
         self.functions: dict[tuple[str, str], oir.Function] = {}
         self._consts: dict[tuple, oir.Value] = {}
         self._stamps: dict[tuple, tuple[str, str]] = {}  # provenance texts per origins tuple
+        self._paths = (SourcePaths(self.options.provenance, self.options.provenance_root)
+                       if self.options.provenance != "none" else None)
         self._shapes: dict[tuple, oir.Shape] = {}  # frozen (so shareable) tensor shapes
         # the output name hint and provenance texts of the IR node ``_for`` (the last ``self.node`` seen)
         self._for: Node | None = None
@@ -234,7 +248,8 @@ class EmitContext:
         (the IR node being emitted) for the ONNX nodes built for it."""
         self._for = node
         self._for_hint = self._hint()
-        self._for_texts = origin_texts(node.origins, self._stamps) if node is not None else None
+        self._for_texts = (origin_texts(node.origins, self._stamps, self._paths)
+                           if node is not None and self._paths is not None else None)
 
     def const(self, value, dtype: DType) -> oir.Value:
         """An initializer holding ``np.asarray(value, dtype)`` (scalars stay

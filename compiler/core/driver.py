@@ -254,6 +254,12 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
             - ``external_data_threshold``: initializer bytes past which the
               model's weights live in an external data file (``save``,
               ``session``); protobuf's 2 GB limit by default.
+            - ``provenance``: how node provenance names source files:
+              ``"relative"`` (default: to ``provenance_root``, else a module
+              path or base name, never absolute: builds in two checkouts are
+              byte-identical), ``"absolute"``, or ``"none"`` (no provenance).
+            - ``provenance_root``: the directory relative paths start from
+              (None: the current directory).
             - ``verify_each_pass``: run the full IR verifier (type rules
               included) after lowering and after each pass, so the first
               pass that breaks the IR is named (a debugging option: it costs

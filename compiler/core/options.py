@@ -25,6 +25,7 @@ import onnx
 
 from backends.onnx import PROTOBUF_LIMIT, EmitOptions
 from backends.onnx.emitter import MIN_OPSET
+from backends.onnx.provenance import PROVENANCE_MODES
 from compiler.lowering.context import ASSERTION_MODES, RANDOM_POLICIES, LoweringOptions
 from ir.numerics import NUMERICS
 from passes import Pass
@@ -112,6 +113,16 @@ class CompileOptions:
         external_data_threshold: initializer bytes past which the model's
             weights live in an external data file (``save``, ``session``);
             a non-negative int, protobuf's 2 GB limit by default.
+        provenance: how each node's provenance (``metadata_props`` and
+            ``doc_string``: PyTensor op and user source line) names source
+            files: ``"relative"`` (default: relative to ``provenance_root``;
+            a file outside it relative to its ``sys.path`` entry, else its
+            base name; so the same model built in two checkouts is
+            byte-identical and a shipped file holds no home directory),
+            ``"absolute"`` (as PyTensor recorded them) or ``"none"`` (no
+            provenance). ``backends.onnx.provenance.SourcePaths``.
+        provenance_root: the directory ``"relative"`` paths start from (str
+            or path; None, default: the current directory).
 
     Debugging (each costs only when asked):
         verify_each_pass: run the full IR verifier (type rules included)
@@ -149,7 +160,8 @@ class CompileOptions:
             mapping, a count or limit that is not an int, a directory that
             is not a str or path.
         ValueError: a value outside its accepted set (naming it and the
-            accepted values): ``numerics``, ``assertions``, ``random``, an
+            accepted values): ``numerics``, ``assertions``, ``random``,
+            ``provenance``, an
             ``opset`` outside ``[18, max_opset()]``, an unknown
             ``emit_options`` key or value (or ``numerics`` among them), a
             negative count, ``check_dynamic`` with a ``random`` policy.
@@ -167,6 +179,8 @@ class CompileOptions:
     value_info: bool = False
     emit_options: Mapping[str, str] | None = None
     external_data_threshold: int = PROTOBUF_LIMIT
+    provenance: str = "relative"
+    provenance_root: str | os.PathLike | None = None
     verify_each_pass: bool = False
     keep_ir: bool = False
     dump_ir: str | os.PathLike | None = None
@@ -182,6 +196,7 @@ class CompileOptions:
         _choice("numerics", self.numerics, NUMERICS)
         _choice("assertions", self.assertions, ASSERTION_MODES)
         _choice("random", self.random, RANDOM_POLICIES)
+        _choice("provenance", self.provenance, PROVENANCE_MODES)
         for flag in ("bake_shared", "check_dynamic", "value_info", "verify_each_pass", "keep_ir", "full_weights"):
             if not isinstance(getattr(self, flag), (bool, np.bool_)):
                 raise TypeError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
@@ -204,7 +219,7 @@ class CompileOptions:
                 raise TypeError(f"{count} must be an int, got {type(value).__name__} {value!r}")
             if value < 0:
                 raise ValueError(f"{count}={value} must not be negative")
-        for path in ("dump_ir", "reproducer_dir"):
+        for path in ("dump_ir", "reproducer_dir", "provenance_root"):
             value = getattr(self, path)
             if value is not None and not isinstance(value, (str, os.PathLike)):
                 raise TypeError(f"{path} must be a directory (str or path) or None, got {value!r}")
@@ -234,7 +249,10 @@ class CompileOptions:
         object.__setattr__(self, "lowering", LoweringOptions(bake_shared=bool(self.bake_shared), name=self.name,
                                                              assertions=self.assertions, random=self.random))
         object.__setattr__(self, "emit", EmitOptions(opset=int(self.opset), value_info=bool(self.value_info),
-                                                     numerics=self.numerics, **emit_options))
+                                                     numerics=self.numerics, provenance=self.provenance,
+                                                     provenance_root=(None if self.provenance_root is None
+                                                                      else os.fspath(self.provenance_root)),
+                                                     **emit_options))
 
     def _mapping(self, name: str) -> Mapping:
         """Field ``name`` as a read-only copy (None: empty); TypeError unless a mapping."""

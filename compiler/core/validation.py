@@ -16,7 +16,7 @@ inputs nor PyTensor's runtime-broadcasting rule.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -45,8 +45,10 @@ def check_pass_list(passes) -> None:
                 raise ValueError(f"passes[{i}] = {p!r} is not a registered pass; "
                                  f"known passes: {', '.join(sorted(known))}")
         elif not isinstance(p, Pass):
+            hint = ("; the second positional argument is passes: give the outputs as outputs=[...]"
+                    if hasattr(p, "owner") and hasattr(p, "type") else "")  # a PyTensor variable
             raise TypeError(f"passes[{i}] must be a Pass object or a registered pass name (str), "
-                            f"got {type(p).__name__} {p!r}")
+                            f"got {type(p).__name__} {p!r}{hint}")
 
 
 def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
@@ -57,21 +59,31 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
     PyTensor's ``Elemwise`` refuses to broadcast a dim that is not statically
     1 ("Runtime broadcasting not allowed"); ``Dot``, ``BatchedDot`` and
     ``Blockwise(Dot)`` need equal contracted (and batch) dims. ONNX would
-    broadcast a length-1 dim silently, or fail inside onnxruntime. Only dims
+    broadcast a length-1 dim silently, or fail inside onnxruntime. A core
+    dim name a ``Blockwise`` (or a core op's ``gufunc_signature``) repeats
+    joins those dims: ``det``, ``inv``, ``cholesky`` need square matrices,
+    ``solve`` a right-hand side of matching rows. Only dims
     that are an input's own symbolic name are tracked; computed dims are not.
     A dim name shared by several inputs (``input_shapes``) is a group too.
 
-    A ``SpecifyShape`` with a constant size on a value (an intermediate one
-    too) whose dim is such an input dim adds ``(None, size)`` to that dim's
-    group: PyTensor checks it at run time (``AssertionError``), ONNX has no
-    assertion, so ``run`` checks it on the inputs. Sizes computed at run
-    time and dims that are not an input's own are not checked.
+    A size the graph fixes for such a dim adds ``(None, size)`` to its
+    group: a ``SpecifyShape`` with a constant size on a value (an
+    intermediate one too) whose dim it is (PyTensor checks it at run time,
+    ``AssertionError``), and the static size an operand of the same
+    ``Elemwise`` or ``Dot`` has in the IR (a constant, or a shared variable
+    baked as an initializer: ``x + b`` with ``b`` of length 3 fixes ``x``'s
+    last dim to 3, ``x @ W`` fixes ``x``'s inner dim to ``W.shape[0]``;
+    PyTensor refuses another size, "Runtime broadcasting not allowed" or
+    "shapes not aligned"). ONNX has no assertion and would broadcast a
+    length-1 dim, so ``run`` checks these on the inputs. Sizes computed at
+    run time and dims that are not an input's own are not checked.
     """
     from pytensor.graph.traversal import io_toposort
     from pytensor.tensor.blas import BatchedDot
     from pytensor.tensor.blockwise import Blockwise
     from pytensor.tensor.elemwise import Elemwise
     from pytensor.tensor.math import Dot
+    from pytensor.tensor.utils import _parse_gufunc_signature
 
     graph = lowered.graph
     owner: dict[str, tuple[str, int]] = {}
@@ -87,10 +99,15 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
             d = parent[d]
         return d
 
+    fixed: list[tuple[str, int]] = []  # (input dim, size) a constant or baked weight of the same operation has
+
     def union(*dims):
+        sizes = {d for d in dims if type(d) is int}
         dims = sorted({d for d in dims if isinstance(d, str) and d in owner})
         for d in dims[1:]:
             parent[find(d)] = find(dims[0])
+        if dims and sizes:
+            fixed.extend((dims[0], size) for size in sizes)
 
     def union_broadcast(shapes):
         shapes = [s for s in shapes if s is not None]
@@ -120,18 +137,37 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
         return tuple(None if drop_static_one and s == 1 else d for d, s in zip(dims, static))
 
     occurrences = sum(isinstance(d, str) for v in graph.inputs for d in v.type.shape)
-    if occurrences < 2 and not lowered.specified:
-        return []  # at most one symbolic input dim (a batch size): no group can have two members
+    if occurrences == 0:
+        return []  # every input dim is static: the ONNX input types hold them all
     order = lowered.order if lowered.order else io_toposort(lowered.input_vars, lowered.output_vars)
-    kinds: dict[type, str | None] = {}  # op class -> "elemwise", "dot", "blockwise" or None (nothing to check)
+    kinds: dict[type, str | None] = {}  # op class -> "elemwise", "dot", "blockwise", "gufunc" or None
     for node in order:
         op = node.op
         kind = kinds.get(type(op), "?")
         if kind == "?":
             kind = kinds[type(op)] = ("elemwise" if isinstance(op, Elemwise) else "dot"
                                       if isinstance(op, (Dot, BatchedDot)) else "blockwise"
-                                      if isinstance(op, Blockwise) else None)
-        if kind is None or kind == "blockwise" and not isinstance(op.core_op, Dot):
+                                      if isinstance(op, Blockwise) else "gufunc"
+                                      if getattr(op, "gufunc_signature", None) else None)
+        if kind is None:
+            continue
+        if kind == "blockwise" and not isinstance(op.core_op, Dot) or kind == "gufunc":
+            # a core dim name repeated in the signature ("(m,m)->()": det, inv, cholesky; "(m,m),(m,n)->(m,n)":
+            # solve) makes those dims equal; PyTensor's core op raises otherwise (LinAlgError, a ValueError)
+            signature = op.inputs_sig if kind == "blockwise" else _parse_gufunc_signature(op.gufunc_signature)[0]
+            shapes = [ir_shape(v) for v in node.inputs[:len(signature)]]
+            if any(s is None or len(s) < len(names) or kind == "gufunc" and len(s) != len(names)
+                   for s, names in zip(shapes, signature)):
+                continue
+            by_name: dict[str, list] = {}
+            for s, names in zip(shapes, signature):
+                for name, d in zip(names, s[len(s) - len(names):]):
+                    by_name.setdefault(name, []).append(d)
+            for dims in by_name.values():
+                if len(dims) > 1:
+                    union(*dims)
+            if kind == "blockwise":
+                union_broadcast([s[:len(s) - len(names)] for s, names in zip(shapes, signature)])
             continue
         if kind == "elemwise":
             if len(node.inputs) < 2:
@@ -140,13 +176,13 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
             if None not in shapes:
                 if all(s == shapes[0] for s in shapes):
                     continue  # equal IR shapes: every union would join a dim with itself
-                if len({d for s in shapes for d in s if type(d) is str and d in owner}) < 2:
-                    continue  # fewer than two input dims: no union to make
+                if _nothing_to_join(shapes, owner):
+                    continue
             union_broadcast([ir_shape(v) for v in node.inputs])
         else:  # Dot, BatchedDot, Blockwise(Dot)
             shapes = [ir_dims(v) for v in node.inputs[:2]]
-            if None not in shapes and len({d for s in shapes for d in s if type(d) is str and d in owner}) < 2:
-                continue  # fewer than two input dims: no union to make
+            if None not in shapes and _nothing_to_join(shapes, owner):
+                continue
             a, b = ir_shape(node.inputs[0]), ir_shape(node.inputs[1])
             if a and b:
                 union(a[-1], b[-2] if len(b) >= 2 else b[0])  # the contracted dims
@@ -161,13 +197,21 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
         for axis, d in enumerate(v.type.shape):
             if isinstance(d, str) and owner[d] != (v.name, axis):
                 groups[find(d)].append((v.name, axis))
-    for d, size in lowered.specified:
+    for d, size in [*lowered.specified, *fixed]:
         if d not in owner:
             continue  # a dim computed inside the graph: not checked
         group = groups[find(d)]
         if (None, size) not in group:
             group.append((None, size))
     return [g for g in groups.values() if len(g) > 1]
+
+
+def _nothing_to_join(shapes, owner) -> bool:
+    """Whether the IR ``shapes`` of an operation's operands hold no input dim
+    that another operand could constrain: no input dim at all, or one and no
+    static size beside it (a constant or baked weight's)."""
+    dims = {d for s in shapes for d in s if type(d) is str and d in owner}
+    return not dims or len(dims) == 1 and not any(type(d) is int for s in shapes for d in s)
 
 
 def _declared_inputs(model):
@@ -222,16 +266,35 @@ def check_run_inputs(model, arrays: Sequence, equal_dims: Sequence = ()) -> dict
                                      f"{other!r} axis {axis0} has size {seen[d][0]}; they must be equal")
                 seen.setdefault(d, (size, (name, axis)))
         feed[name] = arr
+    check_equal_dims(feed, equal_dims)
+    return feed
+
+
+def check_equal_dims(feed: Mapping, equal_dims: Sequence, trusted: frozenset = frozenset()) -> None:
+    """Check the arrays of ``feed`` (input name -> array) against every group
+    of ``equal_dims`` (``equal_dim_groups``): one size per group, the one a
+    ``(None, size)`` entry requires if any. Costs O(group members); used by
+    ``check_run_inputs`` and by the ``ONNX`` PyTensor mode. A member named in
+    ``trusted`` (a shared variable's input) is the one others are compared
+    to, so the message blames the caller's array.
+
+    Raises:
+        ValueError: naming the input, the axis, its size and the size
+            required (or the other input and axis it must equal).
+    """
     for group in equal_dims:
-        sizes = [(feed[n].shape[a], n, a) for n, a in group if n in feed]
+        sizes = [(feed[n].shape[a], n, a) for n, a in group if n is not None and n in feed]
+        if trusted:
+            sizes.sort(key=lambda member: member[1] not in trusted)
+        required = next((s for n, s in group if n is None), None)
         for size, n, a in sizes:
-            required = [s for s_name, s in group if s_name is None and s != size]
-            if required:
-                raise ValueError(f"input {n!r} axis {a} has size {size}, but a specify_shape of a value with "
-                                 f"that dim requires size {required[0]} (PyTensor checks it at run time)")
+            if required is not None and size != required:
+                raise ValueError(f"input {n!r} axis {a} has size {size}, but the graph fixes that dim to size "
+                                 f"{required} (by a specify_shape, a constant or a baked shared variable; "
+                                 f"PyTensor refuses any other size at run time)")
         for size, n, a in sizes[1:]:
             if size != sizes[0][0]:
                 s0, n0, a0 = sizes[0]
                 raise ValueError(f"input {n!r} axis {a} has size {size}, but input {n0!r} axis {a0} has "
-                                 f"size {s0}: PyTensor requires them equal (no runtime broadcasting)")
-    return feed
+                                 f"size {s0}: PyTensor requires them equal (no runtime broadcasting; square "
+                                 f"matrices in linear algebra)")

@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 
+import pytensor
+
 from ir.errors import CompileError
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_INTERNAL = (*(os.path.join(_ROOT, pkg) + os.sep for pkg in ("compiler", "ir", "passes", "backends")),
+             os.path.dirname(pytensor.__file__) + os.sep)
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a ``warnings.warn`` in the calling
+    function point at the user's line: the first frame outside this
+    project's packages and PyTensor (whose ``function`` calls the ``ONNX``
+    mode's linker). Python 3.12's ``skip_file_prefixes`` does this; 3.11 has
+    no such argument."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_INTERNAL):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class Unsupported(CompileError):

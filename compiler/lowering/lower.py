@@ -24,7 +24,7 @@ from pytensor.tensor.random.type import RandomType
 from pytensor.tensor.type import TensorType as PtTensorType
 
 from compiler.lowering.errors import (CompileError, DroppedAssertionWarning, LoweringError, Unsupported, UnsupportedOccurrence,
-                             UnsupportedOpsError)
+                             UnsupportedOpsError, user_stacklevel)
 from compiler.lowering.const_eval import ConstantEvaluator
 from compiler.lowering.context import LoweringContext, LoweringOptions, ir_dtype, ir_type, sanitize_name
 from compiler.lowering.registry import find_rule
@@ -72,9 +72,12 @@ def graph_spec(graph: Any, outputs: Sequence | None = None) -> GraphSpec:
     elif isinstance(graph, (list, tuple)) and outputs is not None:
         outs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
         spec = GraphSpec(list(graph), outs, {v for v in graph if isinstance(v, SharedVariable)})
+    elif isinstance(graph, (list, tuple)):
+        raise TypeError(f"compile_to_onnx got a {type(graph).__name__} of inputs but no outputs: pass them as "
+                        "outputs=, as in compile_to_onnx([x], outputs=[y])")
     else:
         raise TypeError("compile_to_onnx takes a FunctionGraph, a compiled pytensor.function, "
-                        f"or (inputs, outputs); got {type(graph).__name__}")
+                        f"or a list of inputs with outputs=; got {type(graph).__name__}")
     _check_spec(spec)
     return spec
 
@@ -173,7 +176,7 @@ def lower(spec: GraphSpec, options: LoweringOptions = LoweringOptions()) -> Lowe
     graph.set_outputs([ctx.get(v) for v in spec.outputs])
     record = ctx.record
     if record.dropped:
-        warnings.warn(DroppedAssertionWarning(record.dropped), stacklevel=3)
+        warnings.warn(DroppedAssertionWarning(record.dropped), stacklevel=user_stacklevel())
     return LoweredGraph(graph, input_vars, list(spec.outputs), baked, dict(ctx.values), order,
                         list(record.random_inputs), list(record.specified), dict(ctx.expansions))
 

@@ -14,7 +14,15 @@ Subcommands:
                 random graphs; exit status 1 if any crash or mismatch.
 
 ``python -m compiler.tools.cli ...`` is the same program. Heavy imports (PyTensor,
-scikit-learn) happen only inside the subcommand that needs them.
+scikit-learn) happen only inside the subcommand that needs them; the console
+script enters through the top-level ``pytensor_onnx_cli`` module, which loads
+this file without importing the ``compiler`` package (whose ``__init__`` loads
+PyTensor and the compile path), so ``--help``, ``--version`` and usage errors
+start in a fraction of a second. This module therefore imports only the
+standard library at module level.
+
+A failing subcommand prints one line, ``pytensor-onnx COMMAND: ErrorType:
+message``, and exits 1; ``--traceback`` shows the full traceback instead.
 """
 
 from __future__ import annotations
@@ -22,9 +30,14 @@ from __future__ import annotations
 import argparse
 import sys
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Sequence
 
 DIST_NAME = "pytensor-onnx"
+# compiler.tools.demo's defaults, repeated so that building the parser imports nothing heavy
+# (tests/test_cli.py checks they match the demo's)
+DEMO_MODELS = ("cnn", "mlp")
+DEMO_DEFAULTS = {"model": "cnn", "epochs": 10, "seed": 0, "mode": "FAST_COMPILE"}
 
 
 def package_version() -> str:
@@ -74,10 +87,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         pymc_report = run_pymc_demo(args.out, seed=args.seed, log=lambda line: print(line, flush=True))
         print(format_pymc_report(pymc_report))
         return 0 if pymc_report.ok else 1
-    if (args.serve or args.from_model or args.ort_dir) and not args.web:
-        print("pytensor-onnx demo: --serve, --from-model and --ort-dir need --web DIR", file=sys.stderr)
+    if (args.serve or args.from_model or args.ort_dir or args.retrain) and not args.web:
+        print("pytensor-onnx demo: --serve, --from-model, --ort-dir and --retrain need --web DIR", file=sys.stderr)
         return 2
     status, model_path = 0, args.from_model
+    existing = Path(args.out) / "model.onnx"
+    if args.web and model_path is None and not args.retrain and existing.exists():
+        print(f"using {existing} (--retrain trains and overwrites it)", flush=True)
+        model_path = existing
     if args.web:  # find onnxruntime-web before training, so a missing one fails fast
         from compiler.tools.website import OrtWebNotFound, find_ort_dist
 
@@ -152,12 +169,16 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the console script."""
-    from compiler.tools.demo import DEFAULT_EPOCHS, DEFAULT_MODE, DEFAULT_MODEL, DEFAULT_SEED, MODELS
-
+    """The argument parser of the console script (builds without importing
+    PyTensor or the compiler)."""
+    DEFAULT_MODEL, DEFAULT_EPOCHS, DEFAULT_SEED, DEFAULT_MODE = (
+        DEMO_DEFAULTS[k] for k in ("model", "epochs", "seed", "mode"))
+    MODELS = DEMO_MODELS
     parser = argparse.ArgumentParser(prog="pytensor-onnx",
                                      description="A graph-rewrite compiler from PyTensor graphs to ONNX.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    parser.add_argument("--traceback", action="store_true",
+                        help="on an error, print the full Python traceback (default: one line)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="train a CNN on the digits data set, compile it to ONNX, "
@@ -183,6 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--ort-dir", metavar="DIR",
                       help="with --web: where onnxruntime-web's dist files are (default: the project's "
                            "node_modules, $PYTENSOR_ONNX_ORT_DIR, the user cache, else `npm pack` into the cache)")
+    demo.add_argument("--retrain", action="store_true",
+                      help="with --web: train again even when DIR of --out already holds model.onnx "
+                           "(default: reuse it)")
     demo.add_argument("--serve", action="store_true",
                       help="with --web: serve DIR on 127.0.0.1 (COOP/COEP headers: two WASM threads) until Ctrl-C")
     demo.add_argument("--port", type=int, default=8000, metavar="N",
@@ -234,8 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="how the default-mode reference runs (its rewritten graph either way): 'python' with "
                            "the ops' Python implementations (default, ~0.2 s a graph), 'default' with the default "
                            "mode's own backend (Numba in PyTensor 3, C in 2.38: seconds a graph to compile)")
-    fuzz.add_argument("--family", default="ops", choices=["ops", "scan-grad"],
-                      help="programs: random op chains (default), or a random scan and its nested gradients")
+    fuzz.add_argument("--family", default="ops", choices=["ops", "scan-grad", "idioms"],
+                      help="programs: random op chains (default), a random scan and its nested gradients, or "
+                           "idioms (convolution, pooling, linear algebra, sorting, special functions)")
     fuzz.add_argument("--no-isolate", action="store_true",
                       help="run cases in this process (a hard onnxruntime crash then ends the run)")
     fuzz.set_defaults(func=_cmd_fuzz)
@@ -247,9 +272,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     return the exit status: 0 on success; 1 when the demo's onnxruntime
     results disagree with PyTensor, onnxruntime-web is not found (``--web``),
     ``web-glue`` cannot read the model or the fuzzer found a failure; 2 on a
-    usage error."""
+    usage error, or when the subcommand raised (one line on stderr, the
+    traceback with ``--traceback``)."""
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    if args.traceback:
+        return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print(f"pytensor-onnx {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - every failure becomes one line; --traceback shows it whole
+        first = str(err).strip().splitlines()
+        print(f"pytensor-onnx {args.command}: {type(err).__name__}: {first[0] if first else ''}"
+              + (" (more with --traceback)" if len(first) > 1 else ""), file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import os
 import re
 import sys
 from pathlib import Path
@@ -129,7 +130,8 @@ def run_opt(text: str, pass_list: str, *, print_after_all: bool = False, print_a
 def load_target(target: str):
     """The object ``MODULE:FUNCTION`` (or ``path/file.py:FUNCTION``) names,
     called with no arguments when it is callable and not already a compiled
-    PyTensor function.
+    PyTensor function. ``MODULE`` is looked up in the current directory too
+    (the console script's ``sys.path`` does not hold it).
 
     Raises:
         ValueError: no ``:`` in ``target``. ImportError, AttributeError.
@@ -142,6 +144,8 @@ def load_target(target: str):
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     else:
+        if "" not in sys.path and os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())  # as ``python -m`` does: a module beside the caller is found
         module = importlib.import_module(module_name)
     obj = getattr(module, attr)
     if callable(obj) and not hasattr(obj, "maker"):

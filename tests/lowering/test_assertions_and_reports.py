@@ -42,6 +42,10 @@ def test_assert_dropped_with_one_warning_listing_each():
     assert "2 assertion(s) dropped" in text and "x positive" in text and "x small" in text
     assert "test_assertions_and_reports.py" in text  # source lines
     np.testing.assert_array_equal(compiled.run(np.array([-1.0, 20.0]))[0], [-2.0, 40.0])
+    assert rec[0].filename == __file__  # the warning points at the user's compile_to_onnx call
+    with pytest.warns(DroppedAssertionWarning) as rec:
+        pytensor.function([x], z, mode="ONNX")
+    assert rec[0].filename == __file__  # and at the pytensor.function call under the ONNX mode
 
 
 def test_assert_nan_poisons_the_guarded_value():

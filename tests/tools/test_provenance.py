@@ -4,9 +4,13 @@ them)."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
+
+import pytensor
 import pytensor.tensor as pt
 
-from backends.onnx.provenance import node_origins
+from backends.onnx.provenance import SourcePaths, node_origins
 from compiler import compile_to_onnx
 from ir import Origin
 from ir.parser import parse_graph
@@ -83,3 +87,69 @@ def test_origins_name_the_pytensor_op_and_the_line():
 def _line_of(marker: str) -> int:
     with open(__file__) as f:
         return next(i for i, line in enumerate(f, 1) if marker in line and "_line_of" not in line)
+
+
+MODEL_FILE = '''
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+
+
+def build():
+    x = pt.matrix("x")
+    w = pytensor.shared(np.linspace(-1, 1, 6).reshape(3, 2), name="w")
+    return [x], [pt.tanh(x @ w).sum(axis=1)]
+'''
+
+
+def _compile_tree(root, monkeypatch, **options):
+    """Compile ``build()`` of ``root/models/net.py`` with ``root`` as the current directory."""
+    path = root / "models" / "net.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(MODEL_FILE)
+    spec = importlib.util.spec_from_file_location(f"net_{root.name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.chdir(root)
+    ins, outs = module.build()
+    return compile_to_onnx(ins, outputs=outs, **options).model
+
+
+def test_the_same_model_built_in_two_checkouts_is_byte_identical(tmp_path, monkeypatch):
+    first = _compile_tree(tmp_path / "checkout-a", monkeypatch)
+    second = _compile_tree(tmp_path / "clone-b", monkeypatch)
+    data = first.SerializeToString()
+    assert data == second.SerializeToString()
+    assert str(tmp_path).encode() not in data
+    sources = {o["source"] for n in first.graph.node for o in node_origins(n)}
+    assert sources and all(s.startswith("models/net.py:10 (") for s in sources), sources
+
+
+def test_provenance_paths_can_be_absolute_or_left_out(tmp_path, monkeypatch):
+    model = _compile_tree(tmp_path / "a", monkeypatch, provenance="absolute")
+    sources = {o["source"] for n in model.graph.node for o in node_origins(n)}
+    assert sources and all(s.startswith(f"{tmp_path / 'a' / 'models' / 'net.py'}:10") for s in sources), sources
+    ins, outs = _graph_of(tmp_path / "a")
+    bare = compile_to_onnx(ins, outputs=outs, provenance="none").model
+    assert all(not n.doc_string and not node_origins(n) for n in bare.graph.node)
+    elsewhere = compile_to_onnx(ins, outputs=outs, provenance_root=tmp_path).model
+    sources = {o["source"] for n in elsewhere.graph.node for o in node_origins(n)}
+    assert sources and all(s.startswith("a/models/net.py:10") for s in sources), sources
+
+
+def _graph_of(root):
+    spec = importlib.util.spec_from_file_location(f"again_{root.name}", root / "models" / "net.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ins, outs = module.build()
+    return ins, outs
+
+
+def test_a_file_outside_the_root_is_named_by_its_module_path_or_its_base_name():
+    paths = SourcePaths("relative", root="/nowhere/near")
+    inside = os.path.join(os.path.dirname(pytensor.__file__), "tensor", "math.py")
+    assert paths(f"{inside}:12 (y = x @ w)") == "pytensor/tensor/math.py:12 (y = x @ w)"
+    assert paths("/elsewhere/secret home/model.py:3") == "model.py:3"
+    assert paths("<stdin>:1 (x:2)") == "<stdin>:1 (x:2)"
+    assert paths("/nowhere/near/pkg/m.py:7 (a[1:3])") == "pkg/m.py:7 (a[1:3])"
+    assert SourcePaths("absolute")("/elsewhere/m.py:3") == "/elsewhere/m.py:3"

@@ -45,11 +45,14 @@ import onnxruntime as ort
 from compiler import compile_to_onnx
 from compiler.lowering.errors import UnsupportedOpsError
 from compiler.tools.fuzz.generate import Program, generate
+from compiler.tools.fuzz.idioms import generate_idioms
 from compiler.tools.fuzz.scan_grads import generate_scan_grad
+from compiler.tools.fuzz.wrong_shapes import check_wrong_shapes
 
 ORDER = ["crash", "mismatch", "known", "pytensor-error", "unsupported", "match", "invalid"]
 # Program generators by family: seed, max_steps -> Program.
-FAMILIES: dict[str, Callable[[int, int], Program]] = {"ops": generate, "scan-grad": generate_scan_grad}
+FAMILIES: dict[str, Callable[[int, int], Program]] = {"ops": generate, "scan-grad": generate_scan_grad,
+                                                     "idioms": generate_idioms}
 FAILURES = ("crash", "mismatch")
 
 
@@ -419,7 +422,10 @@ def run_case(program: Program, backend: str = "default") -> CaseResult:
     implementations of the same graph gives the model's result
     (``implementation_difference``) is classified ``known`` (also when
     PyTensor's reference raised and the other implementation did not);
-    remaining mismatches a ``KNOWN`` entry explains are ``known``.
+    remaining mismatches a ``KNOWN`` entry explains are ``known``. When the
+    raw path matched, inputs with one wrong dim must be refused exactly when
+    PyTensor refuses them (``wrong_shapes.check_wrong_shapes``, path
+    ``wrong-shape``).
     """
     from pytensor.compile.mode import Mode
 
@@ -438,9 +444,14 @@ def run_case(program: Program, backend: str = "default") -> CaseResult:
     _mark(MODELS)
     if fn is None:
         return CaseResult("invalid", "", f"pytensor.function: {want_error}"[:200], program)
-    results = []
+    results, models = [], {}
+
+    def make_raw():
+        models["raw"] = compile_to_onnx(inputs, outputs=[out])
+        return models["raw"]
+
     for path, make, ref, ref_error in (
-            ("raw", lambda: compile_to_onnx(inputs, outputs=[out]), raw_want, raw_error),
+            ("raw", make_raw, raw_want, raw_error),
             ("compiled", lambda: compile_to_onnx(fn), want, want_error)):
         kind, detail, got = _classify_path(path, make, data, ref, ref_error)
         explanation = ""
@@ -455,6 +466,12 @@ def run_case(program: Program, backend: str = "default") -> CaseResult:
             if name:
                 kind, detail, explanation = "known", f"{name}: {detail}", name
         results.append(CaseResult(kind, path, detail, program, explanation))
+    if results[0].kind == "match" and raw_fn is not None and raw_error is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            wrong = check_wrong_shapes(program, raw_fn, models["raw"])
+        if wrong is not None:
+            results.append(CaseResult(wrong[0], "wrong-shape", wrong[1], program, wrong[2]))
     return min(results, key=lambda r: ORDER.index(r.kind))
 
 
@@ -641,8 +658,10 @@ def fuzz(seed: int, n: int, *, max_steps: int = 6, isolate: bool = False, shrink
 
     Args:
         family: the program generator (``FAMILIES``): ``"ops"`` (random op
-            chains, ``generate``) or ``"scan-grad"`` (a random scan and its
-            nested gradients, ``generate_scan_grad``).
+            chains, ``generate``), ``"scan-grad"`` (a random scan and its
+            nested gradients, ``generate_scan_grad``) or ``"idioms"``
+            (convolution, pooling, linear algebra, sorting and special
+            functions as users write them, ``generate_idioms``).
         isolate: run each case in a child process so that a hard crash of
             onnxruntime (or a hang past ``timeout_s``) is classified as
             ``crash`` instead of ending the run.

@@ -1,0 +1,106 @@
+"""Input dims the graph fixes (a constant, a baked shared weight, a
+``specify_shape``, an equal-dims constraint with another input) are refused
+when wrong, by ``CompiledModel.run`` and by ``mode="ONNX"``, where PyTensor
+refuses them too; ONNX alone would broadcast a length-1 dim or fail inside
+onnxruntime with a raw kernel message."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+
+from compiler import compile_to_onnx
+from compiler.core.shapes import REQUIRED_SIZES_KEY
+from tests.helpers import REFERENCE_MODE
+
+B = np.array([1.0, 2.0, 3.0])
+W = np.arange(6.0).reshape(3, 2)
+
+
+def graphs():
+    """(name, input x, output) of shared-weight graphs fixing x's last dim to 3."""
+    x = pt.matrix("x")
+    b, w = pytensor.shared(B, name="b"), pytensor.shared(W, name="W")
+    return {"bias": (x, x + b), "matmul": (x, x @ w), "constant": (x, x * pt.constant(B)),
+            "dense": (x, pt.tanh(x @ w + b[:2]))}
+
+
+@pytest.mark.parametrize("name", ["bias", "matmul", "constant", "dense"])
+@pytest.mark.parametrize("width", [1, 4])
+def test_a_wrong_fixed_dim_is_refused_by_run_as_by_pytensor(name, width):
+    x, out = graphs()[name]
+    with pytest.raises(ValueError):  # PyTensor: "Runtime broadcasting not allowed" / "shapes not aligned"
+        pytensor.function([x], out, mode=REFERENCE_MODE)(np.ones((2, width)))
+    m = compile_to_onnx([x], outputs=[out])
+    with pytest.raises(ValueError, match=f"input 'x' axis 1 has size {width}, but the graph fixes that dim to size 3"):
+        m.run(np.ones((2, width)))
+    good = np.linspace(-1, 1, 6).reshape(2, 3)
+    np.testing.assert_allclose(m.run(good)[0], pytensor.function([x], out, mode=REFERENCE_MODE)(good), rtol=1e-12)
+    assert json.loads(m.model.metadata_props[0].value if m.model.metadata_props[0].key == REQUIRED_SIZES_KEY
+                      else "{}") == {"x_dim1": 3}
+
+
+@pytest.mark.parametrize("name", ["bias", "matmul", "constant", "dense"])
+@pytest.mark.parametrize("width", [1, 4])
+def test_a_wrong_fixed_dim_is_refused_by_the_onnx_mode(name, width):
+    x, out = graphs()[name]
+    f = pytensor.function([x], out, mode="ONNX")
+    with pytest.raises(ValueError, match=f"input 'x' axis 1 has size {width}, but (the graph fixes that dim to "
+                                         "size 3|input '(b|W)' axis 0 has size 3)"):
+        f(np.ones((2, width)))
+    good = np.linspace(-1, 1, 6).reshape(2, 3)
+    np.testing.assert_allclose(f(good), pytensor.function([x], out, mode=REFERENCE_MODE)(good), rtol=1e-12)
+
+
+def test_a_broadcastable_constant_fixes_nothing():
+    # a length-1 constant has static shape (1,): PyTensor broadcasts it, so must we
+    x = pt.matrix("x")
+    m = compile_to_onnx([x], outputs=[x + pt.constant(np.ones(1))])
+    assert m.equal_dims == []
+    np.testing.assert_allclose(m.run(np.ones((2, 5)))[0], np.full((2, 5), 2.0))
+
+
+def test_a_baked_weight_of_length_one_fixes_the_dim_to_one():
+    # a shared vector's type is not broadcastable: PyTensor refuses to broadcast its length 1 at run time
+    x = pt.vector("x")
+    out = x + pytensor.shared(np.ones(1))
+    with pytest.raises(ValueError):
+        pytensor.function([x], out, mode=REFERENCE_MODE)(np.ones(4))
+    m = compile_to_onnx([x], outputs=[out])
+    assert m.equal_dims == [[("x", 0), (None, 1)]]
+    with pytest.raises(ValueError, match="input 'x' axis 0 has size 4, but the graph fixes that dim to size 1"):
+        m.run(np.ones(4))
+    np.testing.assert_allclose(m.run(np.ones(1))[0], [2.0])
+
+
+def test_a_fixed_dim_reached_through_another_input_is_refused():
+    # y + x: y's dim equals x's, which the baked W fixes to 3
+    x, y = pt.matrix("x"), pt.matrix("y")
+    out = (x @ pytensor.shared(W)).sum() + (x + y).sum()
+    m = compile_to_onnx([x, y], outputs=[out])
+    with pytest.raises(ValueError, match="input 'x' axis 1 has size 4, but the graph fixes that dim to size 3"):
+        m.run(np.ones((2, 4)), np.ones((2, 4)))
+    np.testing.assert_allclose(m.run(np.ones((2, 3)), np.ones((2, 3)))[0], (6 + 9) * 2 + 12.0)
+
+
+@pytest.mark.parametrize("op", ["det", "inv", "solve"])
+def test_a_non_square_matrix_is_refused_as_pytensor_refuses_it(op):
+    # the core dims a gufunc signature repeats ("(m,m)->()", "(m,m),(m,n)->(m,n)") must be equal
+    a, b = pt.matrix("a"), pt.matrix("b")
+    out = pt.linalg.solve(a, b) if op == "solve" else getattr(pt.linalg, op)(a)
+    wrong, rhs = np.ones((2, 3)), np.ones((2, 1))
+    with pytest.raises(ValueError):  # numpy's LinAlgError is a ValueError
+        pytensor.function([a, b], out, mode=REFERENCE_MODE, on_unused_input="ignore")(wrong, rhs)
+    m = compile_to_onnx([a, b], outputs=[out])
+    with pytest.raises(ValueError, match="input 'a' axis 1 has size 3, but input 'a' axis 0 has size 2"):
+        m.run(wrong, rhs)
+    square = np.array([[2.0, 1.0], [1.0, 3.0]])
+    want = pytensor.function([a, b], out, mode=REFERENCE_MODE, on_unused_input="ignore")(square, rhs)
+    np.testing.assert_allclose(m.run(square, rhs)[0], want, rtol=1e-12)
+    if op == "solve":
+        with pytest.raises(ValueError, match="input 'b' axis 0 has size 3"):
+            m.run(square, np.ones((3, 1)))

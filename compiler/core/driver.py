@@ -27,6 +27,7 @@ from backends.onnx import build_model, initializer_bytes, make_session, save_ir_
 from compiler.core import shapes
 from compiler.core.options import CompileOptions
 from compiler.lowering import graph_spec, lower
+from compiler.lowering.vectorize import vectorize_spec
 from compiler.core.pass_check import PassChecker
 from compiler.core.report import format_report
 from compiler.core.validation import check_pass_list, check_run_inputs, equal_dim_groups
@@ -228,6 +229,12 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
               (the noise comes from ONNX ``RandomUniformLike``/
               ``RandomNormalLike`` nodes seeded from the PyTensor generator's
               state: new draws at every run). Generator updates are dropped.
+            - ``vectorize``: input name (or PyTensor variable) -> batch dim
+              name (``{"theta": "points"}``): those inputs gain a leading
+              dim of that name and the whole graph is vectorized over it
+              (PyTensor's ``vectorize_graph``), so output ``[b]`` is the
+              single-point output at point ``b``; ``input_shapes`` and
+              ``example_inputs`` of a batched input give its batched shape.
             - ``input_shapes``: input name (or PyTensor variable) -> one entry
               per axis: an int pins the dim, a str names it (``("batch", 1,
               28, 28)``), None keeps it (unknown dims are named
@@ -325,13 +332,29 @@ def _gc_paused():
             gc.enable()
 
 
+def _batched_input_shapes(options: CompileOptions, batched: dict):
+    """``options.input_shapes`` for the batched graph: keys that were a
+    replaced variable name its batched one, and a batched input the caller
+    gave no shape for has its leading dim named after ``options.vectorize``."""
+    if not batched:
+        return options.input_shapes
+    shapes_ = {batched.get(k, k) if not isinstance(k, str) else k: dims for k, dims in options.input_shapes.items()}
+    for key, dim in options.vectorize.items():
+        old = key if not isinstance(key, str) else next(v for v in batched if v.name == key)
+        new = batched[old]
+        if new not in shapes_ and new.name not in shapes_:
+            shapes_[new] = (dim,) + (None,) * old.type.ndim
+    return shapes_
+
+
 def _compile(graph, outputs, passes, options: CompileOptions) -> CompiledModel:
     start = time.perf_counter()
-    lowered = lower(graph_spec(graph, outputs), options.lowering)
+    spec, batched = vectorize_spec(graph_spec(graph, outputs), options.vectorize)
+    lowered = lower(spec, options.lowering)
     ir_graph = lowered.graph
     equal_dims = equal_dim_groups(lowered)
-    example_sizes = shapes.apply_input_shapes(ir_graph, lowered.input_vars, options.input_shapes,
-                                              options.example_inputs)
+    example_sizes = shapes.apply_input_shapes(ir_graph, lowered.input_vars,
+                                              _batched_input_shapes(options, batched), options.example_inputs)
     history: list[PassRecord] = []
     dump_dir = Path(options.dump_ir) if options.dump_ir is not None else None
     if dump_dir is not None:

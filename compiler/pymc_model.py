@@ -121,6 +121,42 @@ class LogpDlogp:
         variable's shape (with the leading ``B`` when batched)."""
         return dict(zip(self.names, self.unravel_model.run(np.asarray(x))))
 
+    def to_nutpie(self, jitter: float = 1.0):
+        """A nutpie model sampling through onnxruntime
+        (``nutpie.compiled_pyfunc.from_pyfunc``: ``nutpie.sample`` takes it):
+        logp and gradient from the single-point model, the draws stored as
+        ``unravel`` gives them, chains started at ``initial_point`` plus
+        Uniform(-jitter, jitter) noise (PyMC's ``jitter+adapt_diag`` start).
+
+        Raises:
+            ValueError: the model is batched (nutpie calls one point at a time).
+            ImportError: nutpie is not installed (the ``samplers`` extra).
+        """
+        if self.batch is not None:
+            raise ValueError("nutpie calls one point at a time: use compile_logp_dlogp(model) without batch")
+        from nutpie.compiled_pyfunc import from_pyfunc
+
+        run, names, start = self.compiled.run, self.names, self.initial_point
+        expanded = self.unravel(start)
+        dtypes = [np.dtype("float64")] * len(names)
+
+        def make_logp_fn():
+            def logp(x, **shared):
+                logp, dlogp = run(x)
+                return float(logp), dlogp
+
+            return logp
+
+        def make_expand_fn(*seeds_and_chain):
+            unravel = self.unravel_model.run
+            return lambda x, **shared: dict(zip(names, unravel(x)))
+
+        def make_initial_point(seed):
+            return start + np.random.default_rng(seed).uniform(-jitter, jitter, size=start.shape)
+
+        return from_pyfunc(self.size, make_logp_fn, make_expand_fn, dtypes,
+                           [np.shape(expanded[n]) for n in names], names, make_initial_point_fn=make_initial_point)
+
 
 def compile_logp_dlogp(model: pm.Model, batch: str | None = None, *, jacobian: bool = True,
                        **compile_kwargs: Any) -> LogpDlogp:

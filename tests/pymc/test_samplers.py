@@ -3,9 +3,14 @@ drive real samplers, and their posteriors agree with reference samplers on
 the same model.
 
 - nutpie (``LogpDlogp.to_nutpie()``, ``from_pyfunc`` calling the
-  single-point model) against nutpie's own Numba backend;
+  single-point model) and
 - emcee (``vectorize=True``, calling the batched model once per ensemble
-  half-step) against PyMC's NUTS (``pm.sample``, C backend).
+  half-step),
+
+each against one reference posterior per model: NUTS with nutpie's Numba
+backend (what ``pm.sample(nuts_sampler="nutpie")`` runs; one reference for
+both tests keeps the slow job's time down, PyMC's own Python NUTS would add
+~25 s per model).
 
 The statistical check, per scalar parameter (``_compare``), with a stated
 false-alarm rate: the posterior means differ by at most ``Z = 4.5`` standard
@@ -60,20 +65,35 @@ def _posterior(trace, names) -> dict:
     return {n: trace.posterior[n].values for n in names}
 
 
-@pytest.mark.parametrize("name", SAMPLED)
-def test_nutpie_through_onnxruntime_matches_nutpie_numba(name):
-    model = MODELS[name](50)
-    names = [rv.name for rv in model.free_RVs]
-    kwargs = dict(chains=2, draws=1500, tune=500, seed=24, progress_bar=False)
-    onnx_trace = nutpie.sample(compile_logp_dlogp(model).to_nutpie(), **kwargs)
-    numba_trace = nutpie.sample(nutpie.compile_pymc_model(model), **kwargs)
-    assert _compare(_posterior(onnx_trace, names), _posterior(numba_trace, names), f"{name} nutpie") == len(
-        np.concatenate([np.ravel(v) for v in model.initial_point().values()]))
+NUTS = dict(chains=2, draws=1500, tune=500, progress_bar=False)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """Model name -> (model, reference posterior draws by free variable)."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            model = MODELS[name](50)
+            trace = nutpie.sample(nutpie.compile_pymc_model(model), seed=7, **NUTS)
+            cache[name] = model, _posterior(trace, [rv.name for rv in model.free_RVs])
+        return cache[name]
+
+    return get
 
 
 @pytest.mark.parametrize("name", SAMPLED)
-def test_emcee_vectorized_through_onnxruntime_matches_pymc_nuts(name):
-    model = MODELS[name](50)
+def test_nutpie_through_onnxruntime_matches_nuts_numba(name, reference):
+    model, want = reference(name)
+    f = compile_logp_dlogp(model)
+    onnx_trace = nutpie.sample(f.to_nutpie(), seed=24, **NUTS)
+    assert _compare(_posterior(onnx_trace, want), want, f"{name} nutpie") == f.size
+
+
+@pytest.mark.parametrize("name", SAMPLED)
+def test_emcee_vectorized_through_onnxruntime_matches_nuts_numba(name, reference):
+    model, want = reference(name)
     f = compile_logp_dlogp(model, "walkers")
     walkers, steps, burn = 32, 5000, 500
 
@@ -92,10 +112,7 @@ def test_emcee_vectorized_through_onnxruntime_matches_pymc_nuts(name):
     tau = int(np.ceil(np.max(sampler.get_autocorr_time(discard=burn, quiet=True))))
     got = {rv.name: draws[rv.name].reshape(steps - burn, walkers, *draws[rv.name].shape[1:])[::tau].swapaxes(0, 1)
            for rv in model.free_RVs}
-    with model:
-        ref = pm.sample(draws=1500, tune=500, chains=2, cores=1, random_seed=24, progressbar=False,
-                        compute_convergence_checks=False)
-    assert _compare(got, _posterior(ref, got), f"{name} emcee") == f.size
+    assert _compare(got, want, f"{name} emcee") == f.size
 
 
 def test_the_readme_sampling_example_runs_as_written():

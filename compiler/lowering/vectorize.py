@@ -17,7 +17,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from pytensor.graph.replace import vectorize_graph
+from pytensor.graph.fg import FunctionGraph
+from pytensor.graph.replace import clone_replace, vectorize_graph
+from pytensor.graph.rewriting.basic import in2out
+from pytensor.tensor.rewriting.blockwise import local_blockwise_alloc, local_useless_unbatched_blockwise
+from pytensor.tensor.rewriting.subtensor import local_blockwise_inc_subtensor, local_blockwise_of_subtensor
 from pytensor.graph.traversal import io_toposort
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.type import TensorType
@@ -63,9 +67,26 @@ def vectorize_spec(spec: GraphSpec, vectorize: Mapping) -> tuple[GraphSpec, dict
         replace[var] = TensorType(var.type.dtype, shape=(None, *var.type.shape))(name=var.name)
     if not replace:
         return spec, {}
-    outputs = vectorize_graph(_without_inplace(spec.outputs), replace=replace)
+    outputs = _batched_forms(vectorize_graph(_without_inplace(spec.outputs), replace=replace))
     inputs = [replace.get(v, v) for v in spec.inputs]
     return GraphSpec(inputs, list(outputs), set(spec.shared_inputs)), replace
+
+
+# PyTensor's own rewrites of a Blockwise into the core op's batched form (leading full slices of
+# a (Inc)Subtensor, a larger Alloc) or into the core op (no batch dim): vectorize_graph leaves
+# these Blockwise nodes, which would otherwise lower to a loop over the batch
+BATCHED_FORMS = (local_blockwise_inc_subtensor, local_blockwise_of_subtensor, local_blockwise_alloc,
+                 local_useless_unbatched_blockwise)
+
+
+def _batched_forms(outputs: list) -> list:
+    """``outputs`` with ``BATCHED_FORMS`` applied to a copy of their graph
+    (the inputs and constants kept, every node cloned: the caller's graph,
+    which shares the unbatched part, is not changed)."""
+    copied = clone_replace(list(outputs), replace={})
+    fgraph = FunctionGraph(outputs=copied, clone=False)
+    in2out(*BATCHED_FORMS).rewrite(fgraph)
+    return list(fgraph.outputs)
 
 
 # the props by which PyTensor's ops declare that they overwrite an input, and their in-place-free value

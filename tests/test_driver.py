@@ -202,6 +202,32 @@ def test_run_call_and_save(tmp_path):
     np.testing.assert_array_equal(got_file, got_run)
 
 
+def test_run_checks_every_new_dtype_and_shape_once_and_skips_repeats(monkeypatch):
+    """``run`` skips the input checks for arrays with the dtypes and shapes
+    of the last accepted call (``run_signature``); anything else is checked."""
+    import compiler.core.driver as driver
+
+    x, y = pt.dmatrix("x"), pt.dvector("y")
+    compiled = compile_to_onnx([x, y], outputs=[pt.dot(x, y)])
+    checked = []
+    real = driver.check_run_inputs
+    monkeypatch.setattr(driver, "check_run_inputs", lambda *a: checked.append(1) or real(*a))
+    ones = np.ones((2, 3))
+    for _ in range(3):
+        np.testing.assert_array_equal(compiled.run(ones, np.ones(3))[0], [3.0, 3.0])
+    assert len(checked) == 1
+    with pytest.raises(ValueError, match="axis 1"):
+        compiled.run(ones, np.ones(4))  # a new shape: checked (PyTensor requires equal contracted dims)
+    with pytest.raises(TypeError, match="must be float64"):
+        compiled.run(ones, np.ones(3, dtype=np.float32))
+    compiled.run(ones.tolist(), np.ones(3))  # a list: converted and checked every time
+    compiled.run(ones.tolist(), np.ones(3))
+    compiled.run(x=ones, y=np.ones(3))
+    assert len(checked) == 6
+    with pytest.raises(ValueError, match="axis 1"):
+        compiled.run(np.ones((2, 5)), np.ones(3))
+
+
 # -- shared variables ------------------------------------------------------------------
 def test_bake_shared_makes_named_initializers():
     x, a, b, y = _affine()

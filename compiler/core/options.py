@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
@@ -30,6 +31,7 @@ from compiler.lowering.context import ASSERTION_MODES, RANDOM_POLICIES, Lowering
 from ir.numerics import NUMERICS
 from passes import Pass
 
+DIM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a symbolic dim name (ONNX dim_param)
 PASS_FIELDS = ("numerics",)  # the options a pass may declare as a field (left None: filled from here)
 
 
@@ -84,6 +86,14 @@ class CompileOptions:
             every run). Generator updates are dropped.
 
     Shapes:
+        vectorize: input name (or PyTensor variable) -> a batch dim name
+            (``{"theta": "points"}``): each such input gains a leading dim
+            of that name and the whole graph is vectorized over it by
+            PyTensor's ``vectorize_graph`` (``compiler.lowering.vectorize``),
+            so output ``[b]`` is the single-point output at point ``b``
+            (outputs that depend on no batched input keep their shape).
+            ``input_shapes`` and ``example_inputs`` of a batched input
+            describe its batched shape. Stored read-only (None: empty).
         input_shapes: input name (or PyTensor variable) -> one entry per
             axis: an int pins the dim, a str names it (``("batch", 1, 28,
             28)``), None keeps it (unknown dims are named
@@ -164,13 +174,15 @@ class CompileOptions:
             ``provenance``, an
             ``opset`` outside ``[18, max_opset()]``, an unknown
             ``emit_options`` key or value (or ``numerics`` among them), a
-            negative count, ``check_dynamic`` with a ``random`` policy.
+            negative count, a ``vectorize`` dim name that is no identifier,
+            ``check_dynamic`` with a ``random`` policy.
     """
 
     numerics: str = "fast"
     bake_shared: bool = True
     assertions: str = "drop"
     random: str | None = None
+    vectorize: Mapping | None = None
     input_shapes: Mapping | None = None
     example_inputs: tuple | None = None
     check_dynamic: bool = False
@@ -233,6 +245,11 @@ class CompileOptions:
             if value not in EmitOptions.CHOICES[key]:
                 raise ValueError(f"emit_options[{key!r}] = {value!r}: accepted values are "
                                  f"{', '.join(map(repr, EmitOptions.CHOICES[key]))}")
+        for key, dim in self._mapping("vectorize").items():
+            if not isinstance(dim, str):
+                raise TypeError(f"vectorize[{key!r}] must be a batch dim name (a str), got {dim!r}")
+            if not DIM_NAME.fullmatch(dim):
+                raise ValueError(f"vectorize[{key!r}] = {dim!r} is not a dim name ({DIM_NAME.pattern})")
         shapes = self._mapping("input_shapes")
         for key, dims in shapes.items():
             if isinstance(dims, (str, bytes)) or not isinstance(dims, Sequence):

@@ -214,16 +214,31 @@ def _nothing_to_join(shapes, owner) -> bool:
     return not dims or len(dims) == 1 and not any(type(d) is int for s in shapes for d in s)
 
 
-def _declared_inputs(model):
-    for v in model.graph.inputs:
-        dims = [d if isinstance(d, int) else d.value for d in v.shape]
-        yield v.name, v.dtype.numpy(), dims
+def declared_inputs(model) -> tuple:
+    """``(name, NumPy dtype, dims)`` of each input of ``model`` (an
+    ``onnx_ir.Model``), dims an int or a dim name each: what
+    ``check_run_inputs`` checks against, computed once per model by
+    ``CompiledModel``."""
+    return tuple((v.name, v.dtype.numpy(), tuple(d if isinstance(d, int) else d.value for d in v.shape))
+                 for v in model.graph.inputs)
 
 
-def check_run_inputs(model, arrays: Sequence, equal_dims: Sequence = ()) -> dict:
+def run_signature(arrays: Sequence) -> tuple | None:
+    """What ``check_run_inputs`` reads of ``arrays``: ``((dtype, shape), ...)``
+    when every array is exactly a NumPy ``ndarray`` (no subclass, list or
+    scalar, which it converts), else None. Arrays with the signature of a
+    feed ``check_run_inputs`` accepted pass its checks again."""
+    for a in arrays:
+        if type(a) is not np.ndarray:
+            return None
+    return tuple([(a.dtype, a.shape) for a in arrays])
+
+
+def check_run_inputs(model, arrays: Sequence, equal_dims: Sequence = (), declared: Sequence | None = None) -> dict:
     """The onnxruntime feed for ``arrays`` (one per input of ``model``, an
     ``onnx_ir.Model``, in order), after checking each against the model's
-    declared input type.
+    declared input type (``declared``: ``declared_inputs(model)`` when the
+    caller has it already, so a call reads nothing from the model).
 
     Arrays must have the declared dtype exactly; lists and Python scalars are
     converted to it when that loses nothing. Ranks and static dims must
@@ -236,7 +251,8 @@ def check_run_inputs(model, arrays: Sequence, equal_dims: Sequence = ()) -> dict
         ValueError: wrong rank, a static dim or a shared symbolic dim that
             differs (naming the input and the axis).
     """
-    declared = list(_declared_inputs(model))
+    if declared is None:
+        declared = declared_inputs(model)
     if len(arrays) != len(declared):
         raise TypeError(f"model takes {len(declared)} inputs ({', '.join(n for n, _, _ in declared)}), "
                         f"got {len(arrays)}")

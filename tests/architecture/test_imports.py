@@ -6,8 +6,9 @@ layers depend downwards only: ``ir`` on nothing of ours, ``passes`` on
 ``ir``, ``backends`` on ``ir``, the PyTensor front end (``compiler.lowering``)
 on ``ir`` but never on a pass, the core (``compiler.core``) on those, and
 nothing below the tools (``compiler.tools``) and the ``nn`` library on
-them. Importing ``compiler`` (the compile path) loads no tool and no ``nn``
-module."""
+them; the PyMC front door (``compiler.pymc_model``) on the core, and nothing
+on it. Importing ``compiler`` (the compile path) loads no tool, no ``nn``
+module, no front door and not PyMC."""
 
 from __future__ import annotations
 
@@ -134,10 +135,12 @@ def test_no_function_level_imports_of_project_modules():
     ("ir", ("compiler", "passes", "backends")),
     ("passes", ("compiler", "backends")),
     ("backends", ("compiler", "passes")),
-    ("compiler.lowering", ("passes", "backends", "compiler.core", "compiler.mode", "compiler.tools", "compiler.nn")),
-    ("compiler.core", ("compiler.mode", "compiler.tools", "compiler.nn")),
-    ("compiler.mode", ("compiler.tools", "compiler.nn")),
+    ("compiler.lowering", ("passes", "backends", "compiler.core", "compiler.mode", "compiler.tools", "compiler.nn",
+                           "compiler.pymc_model")),
+    ("compiler.core", ("compiler.mode", "compiler.tools", "compiler.nn", "compiler.pymc_model")),
+    ("compiler.mode", ("compiler.tools", "compiler.nn", "compiler.pymc_model")),
     ("compiler.nn", ("compiler.core", "compiler.mode", "compiler.tools")),
+    ("compiler.pymc_model", ("compiler.mode", "compiler.tools", "compiler.nn")),
 ])
 def test_layers_depend_downwards(layer, forbidden):
     bad = sorted(f"{m} -> {t}" for m, targets in EDGES.items() if m == layer or m.startswith(layer + ".")
@@ -156,7 +159,9 @@ def test_importing_compiler_loads_no_tool_and_no_nn_module():
     loaded = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                             check=True).stdout.split()
     assert "compiler.core.driver" in loaded and "compiler.lowering.lower" in loaded
-    assert [m for m in loaded if m.startswith(("compiler.tools", "compiler.nn"))] == []
+    assert [m for m in loaded if m.startswith(("compiler.tools", "compiler.nn", "compiler.pymc_model"))] == []
+    assert "pymc" not in subprocess.run([sys.executable, "-c", "import sys, compiler; print(list(sys.modules))"],
+                                        cwd=ROOT, capture_output=True, text=True, check=True).stdout.split("'")
 
 
 def test_the_scan_sees_the_project():

@@ -1,0 +1,122 @@
+"""``compile_to_onnx(..., vectorize={input: dim})`` (``compiler/lowering/
+vectorize.py``): the chosen inputs gain a leading batch dim and the graph
+is vectorized by PyTensor's ``vectorize_graph``; row ``b`` of every output
+equals the single-point graph evaluated by PyTensor at point ``b``, for
+each op family (elementwise, reductions, indexing, ``Dot`` as a batched
+``MatMul``, linear algebra, special functions, scans, a compiled function's
+in-place ops)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.tensor import slinalg
+
+from compiler import compile_to_onnx
+from tests.helpers import REFERENCE_MODE
+
+RNG = np.random.default_rng(24)
+A = RNG.normal(size=(4, 3))
+SPD = A.T @ A + 3 * np.eye(3)
+
+
+def _scan_cumprod(x):
+    out = pytensor.scan(lambda xi, acc: acc * xi + 1.0, sequences=[x], outputs_info=[pt.constant(np.float64(1.0))],
+                        return_updates=False)
+    return [out]
+
+
+# name -> (single-point input types, outputs builder, rows of batched values maker)
+CASES = {
+    "elemwise_and_reductions": ([pt.dvector("x")], lambda x: [pt.exp(x).sum() - pt.max(x), pt.log1p(x ** 2)]),
+    "indexing": ([pt.dvector("x")], lambda x: [x[1:3] * x[0], x[[2, 0, 0]], pt.set_subtensor(x[1], 5.0)]),
+    "dot_gemv": ([pt.dvector("x")], lambda x: [pt.dot(A, x), pt.dot(x, A.T @ A) @ x]),
+    "linalg": ([pt.dvector("x")], lambda x: [slinalg.solve(SPD, x), slinalg.cholesky(SPD + pt.outer(x, x))]),
+    "special": ([pt.dvector("x")], lambda x: [pt.gammaln(pt.exp(x)), pt.erf(x), pt.psi(pt.exp(x))]),
+    "scan": ([pt.dvector("x")], _scan_cumprod),
+    "two_inputs_one_batched": ([pt.dvector("x"), pt.dmatrix("m")], lambda x, m: [pt.dot(m, x), m.sum()]),
+}
+
+
+def _rows(case: str, batch: int) -> list[np.ndarray]:
+    inputs = CASES[case][0]
+    values = [RNG.normal(size=(batch, 3))]
+    if len(inputs) > 1:
+        values.append(RNG.normal(size=(2, 3)))
+    return values
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_batched_rows_equal_single_points(case):
+    inputs, build = CASES[case]
+    outputs = build(*inputs)
+    batched = compile_to_onnx(inputs, outputs=outputs, vectorize={"x": "points"})
+    assert [d.value if hasattr(d, "value") else d for d in batched.onnx_model.graph.inputs[0].shape][0] == "points"
+    reference = pytensor.function(inputs, outputs, mode=REFERENCE_MODE)
+    for batch in (1, 5):
+        values = _rows(case, batch)
+        got = batched.run(*values)
+        for b in range(batch):
+            want = reference(values[0][b], *values[1:])
+            for g, w in zip(got, want):
+                row = g if g.shape == np.shape(w) else g[b]  # an output of unbatched inputs only keeps its shape
+                assert row.dtype == w.dtype and row.shape == np.shape(w)
+                np.testing.assert_allclose(row, w, rtol=1e-13, atol=1e-14)
+
+
+def test_a_compiled_function_with_in_place_ops_is_vectorized_without_them():
+    """A FAST_RUN function holds in-place ops (``Gemv{inplace}``,
+    ``IncSubtensor{inplace}``) that ``Blockwise`` refuses; the vectorized
+    graph uses their in-place-free forms, and the function is not changed."""
+    x = pt.dvector("x")
+    y = pt.inc_subtensor(pt.dot(A, x)[1:], 2.0) * 3.0
+    f = pytensor.function([x], [y, pt.dot(A.T, y)], mode="FAST_RUN")
+    before = pytensor.graph.fg.FunctionGraph.__str__(f.maker.fgraph)
+    assert any(node.op.destroy_map for node in f.maker.fgraph.apply_nodes)
+    batched = compile_to_onnx(f, vectorize={"x": "points"})
+    assert pytensor.graph.fg.FunctionGraph.__str__(f.maker.fgraph) == before
+    values = RNG.normal(size=(6, 3))
+    got = batched.run(values)
+    for b in range(6):
+        for g, w in zip(got, f(values[b])):
+            np.testing.assert_allclose(g[b], w, rtol=1e-13, atol=1e-14)
+
+
+def test_the_batch_dim_is_shared_and_checked():
+    x, y = pt.dvector("x"), pt.dvector("y")
+    m = compile_to_onnx([x, y], outputs=[x * y], vectorize={"x": "b", y: "b"})
+    np.testing.assert_allclose(m.run(np.ones((4, 2)), np.full((4, 2), 3.0))[0], np.full((4, 2), 3.0))
+    with pytest.raises(ValueError, match="dim 'b'"):
+        m.run(np.ones((4, 2)), np.ones((3, 2)))
+
+
+def test_input_shapes_and_examples_give_the_batched_shape():
+    x = pt.dvector("x")
+    m = compile_to_onnx([x], outputs=[x.sum()], vectorize={"x": "b"}, input_shapes={"x": ("b", 3)})
+    dims = [d if isinstance(d, int) else d.value for d in m.onnx_model.graph.inputs[0].shape]
+    assert dims == ["b", 3]
+    m = compile_to_onnx([x], outputs=[x.sum()], vectorize={"x": "b"}, example_inputs=[np.ones((8, 3))])
+    dims = [d if isinstance(d, int) else d.value for d in m.onnx_model.graph.inputs[0].shape]
+    assert dims == ["b", 3]  # the batch dim is named, so the example does not pin it
+    np.testing.assert_allclose(m.run(np.ones((2, 3)))[0], [3.0, 3.0])
+
+
+@pytest.mark.parametrize("vectorize, error, match", [
+    ({"z": "b"}, ValueError, r"vectorize names 'z', which is not a graph input; the inputs are 'x'"),
+    ({"x": 3}, TypeError, r"vectorize\['x'\] must be a batch dim name \(a str\), got 3"),
+    ({"x": "2b"}, ValueError, r"vectorize\['x'\] = '2b' is not a dim name"),
+    (["x"], TypeError, "vectorize must be a dict, got list"),
+])
+def test_bad_vectorize_is_refused(vectorize, error, match):
+    x = pt.dvector("x")
+    with pytest.raises(error, match=match):
+        compile_to_onnx([x], outputs=[x * 2], vectorize=vectorize)
+
+
+def test_a_shared_variable_cannot_be_batched():
+    s = pytensor.shared(np.ones(3), name="s")
+    x = pt.dvector("x")
+    with pytest.raises(ValueError, match="vectorize names 's', a shared variable"):
+        compile_to_onnx([x, s], outputs=[x * s], vectorize={"s": "b"}, bake_shared=False)

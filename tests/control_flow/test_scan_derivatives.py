@@ -131,10 +131,13 @@ STEPS = {"a**2": lambda a, m: a ** 2, "sin": lambda a, m: m.sin(a)}
 def _sources(ns, raw: tuple, function: tuple) -> list:
     """``(n, function)`` parameters for each n in ``ns``: from the raw graph
     and from a compiled function, in the main suite at the n in ``raw`` and
-    ``function``, in the slow job at the others (PyTensor's default rewrites
-    of a third-order scan graph alone take seconds)."""
-    return [pytest.param(n, f, id=f"{n}-{'function' if f else 'raw'}",
-                         marks=() if n in (function if f else raw) else pytest.mark.slow)
+    ``function``, in the slow job at the others up to 3 steps, in the
+    extended job (``pytest -m extended``) beyond (PyTensor's default rewrites
+    of a third-order graph of 4-6 scan steps take 10-35 s each in 2.38)."""
+    def marks(n, f):
+        return () if n in (function if f else raw) else pytest.mark.slow if n <= 3 or not f else pytest.mark.extended
+
+    return [pytest.param(n, f, id=f"{n}-{'function' if f else 'raw'}", marks=marks(n, f))
             for n in ns for f in (False, True)]
 
 

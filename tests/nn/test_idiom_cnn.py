@@ -22,7 +22,7 @@ C_MODE = Mode(linker="cvm", optimizer="fast_run")
 
 
 @pytest.mark.parametrize("source", [
-    "raw", "c-mode", pytest.param("default-mode", marks=pytest.mark.slow)])  # Numba compiles Convolve2d for minutes
+    "raw", "c-mode", pytest.param("default-mode", marks=pytest.mark.extended)])  # Numba compiles Convolve2d for minutes
 def test_idiom_cnn_compiles_to_the_pools_and_a_4_node_head(source):
     with pytensor.config.change_flags(floatX="float32"):
         x, probs = idiom_cnn()

@@ -45,7 +45,7 @@ def _close(got, want, tol, what):
     assert err <= tol, f"{what}: normwise relative error {err:.2e} > {tol:.0e}"
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n in FAST else [pytest.mark.slow])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n in FAST else [pytest.mark.extended])
                                   for n in MODELS])
 def test_front_door_matches_pytensor_single_and_batched(name):
     model = MODELS[name](50)

@@ -36,7 +36,7 @@ import arviz as az  # noqa: E402
 from compiler.pymc_model import compile_logp_dlogp  # noqa: E402
 from tests.pymc.models import MODELS  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.extended  # minutes of sampling per model: by hand (pytest -m extended)
 SAMPLED = ("linear_regression", "logistic_regression", "poisson_glm")
 Z, SD_TOL, MIN_ESS = 4.5, 0.10, 1500
 

@@ -147,7 +147,7 @@ def test_long_fuzz_run_has_no_failures(start):
 # The scan-grad family (``compiler/tools/fuzz/scan_grads.py``): a random scan and
 # 1-3 nested gradients. PyTensor's own rewrites and inner-function builds of
 # such graphs take seconds, so the quick run is a few seeds of at most 3
-# steps and second order; the slow job runs 10 full programs per line (0.6-63 s each
+# steps and second order; the extended job runs 10 full programs per line (0.6-63 s each
 # in 2.38 on an idle core, ~4 min in all).
 def test_scan_grad_programs_are_deterministic_and_differentiate_through_scans():
     from pytensor.graph.traversal import io_toposort
@@ -173,7 +173,7 @@ def test_quick_scan_grad_run_matches(seed):
     assert result.kind == "match" or result.explanation == REFUSED_BY_ORT, result.report()
 
 
-@pytest.mark.slow
+@pytest.mark.extended  # by hand: 0.6-63 s a program in 2.38
 @pytest.mark.parametrize("start", range(200_000, 200_010, 5))
 def test_scan_grad_run_has_no_failures(start):
     report = fuzz(start, 5, isolate=True, shrink_failures=True, backend="python", timeout_s=600,

@@ -412,7 +412,7 @@ def _inner_graphs_in_python(backend: str):
     return pytensor.config.change_flags(mode="FAST_COMPILE") if backend == "python" else contextlib.nullcontext()
 
 
-def run_case(program: Program, backend: str = "default") -> CaseResult:
+def run_case(program: Program, backend: str = "default", wrong_shapes: bool = True) -> CaseResult:
     """Build, run and classify one program in this process.
 
     The raw-graph model is compared with PyTensor running the graph as
@@ -425,7 +425,7 @@ def run_case(program: Program, backend: str = "default") -> CaseResult:
     remaining mismatches a ``KNOWN`` entry explains are ``known``. When the
     raw path matched, inputs with one wrong dim must be refused exactly when
     PyTensor refuses them (``wrong_shapes.check_wrong_shapes``, path
-    ``wrong-shape``).
+    ``wrong-shape``), unless ``wrong_shapes`` is False.
     """
     from pytensor.compile.mode import Mode
 
@@ -466,7 +466,7 @@ def run_case(program: Program, backend: str = "default") -> CaseResult:
             if name:
                 kind, detail, explanation = "known", f"{name}: {detail}", name
         results.append(CaseResult(kind, path, detail, program, explanation))
-    if results[0].kind == "match" and raw_fn is not None and raw_error is None:
+    if wrong_shapes and results[0].kind == "match" and raw_fn is not None and raw_error is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             wrong = check_wrong_shapes(program, raw_fn, models["raw"])
@@ -529,10 +529,10 @@ def shrink(program: Program, still_fails: Callable[[Program], bool], budget_s: f
     return program
 
 
-def _shrunk(r: CaseResult, backend: str, budget_s: float) -> CaseResult:
+def _shrunk(r: CaseResult, backend: str, budget_s: float, wrong_shapes: bool = True) -> CaseResult:
     """``r``'s program shrunk (``shrink``) while it stays in ``r``'s class, rerun."""
-    small = shrink(r.program, lambda p: run_case(p, backend).kind == r.kind, budget_s)
-    return run_case(small, backend)
+    small = shrink(r.program, lambda p: run_case(p, backend, wrong_shapes).kind == r.kind, budget_s)
+    return run_case(small, backend, wrong_shapes)
 
 
 # What the isolated child is doing (``_Isolated.stage``), so that a case that
@@ -548,7 +548,7 @@ def _mark(stage: int) -> None:
         _stage.value = stage
 
 
-def _worker(conn, backend: str, stage, family: str) -> None:
+def _worker(conn, backend: str, stage, family: str, wrong_shapes: bool) -> None:
     global _stage
     _stage = stage
     while True:
@@ -558,10 +558,10 @@ def _worker(conn, backend: str, stage, family: str) -> None:
             return
         if request[0] == "run":
             _, seed, max_steps = request
-            r = run_case(FAMILIES[family](seed, max_steps), backend)
+            r = run_case(FAMILIES[family](seed, max_steps), backend, wrong_shapes)
         else:
             _, r, budget_s = request
-            r = _shrunk(r, backend, budget_s)
+            r = _shrunk(r, backend, budget_s, wrong_shapes)
         conn.send((r.kind, r.path, r.detail, r.explanation, r.program))
 
 
@@ -569,10 +569,11 @@ class _Isolated:
     """Cases run in a forked child; a child that dies or hangs is a crash,
     unless it hung in PyTensor's reference (``pytensor-error``)."""
 
-    def __init__(self, timeout_s: float, backend: str, family: str = "ops"):
+    def __init__(self, timeout_s: float, backend: str, family: str = "ops", wrong_shapes: bool = True):
         self.timeout_s = timeout_s
         self.backend = backend
         self.family = family
+        self.wrong_shapes = wrong_shapes
         self.proc = None
         self.hung_in = 0
 
@@ -580,7 +581,7 @@ class _Isolated:
         ctx = multiprocessing.get_context("fork")
         self.conn, child = ctx.Pipe()
         self.stage = ctx.Value("i", 0, lock=False)
-        self.proc = ctx.Process(target=_worker, args=(child, self.backend, self.stage, self.family),
+        self.proc = ctx.Process(target=_worker, args=(child, self.backend, self.stage, self.family, self.wrong_shapes),
                                 daemon=True)
         self.proc.start()
 
@@ -653,7 +654,7 @@ class FuzzReport:
 
 def fuzz(seed: int, n: int, *, max_steps: int = 6, isolate: bool = False, shrink_failures: bool = True,
          timeout_s: float = 300.0, backend: str = "default", shrink_budget_s: float = 60.0,
-         log: Callable[[str], None] | None = None, family: str = "ops") -> FuzzReport:
+         log: Callable[[str], None] | None = None, family: str = "ops", wrong_shapes: bool = True) -> FuzzReport:
     """Run the programs of seeds ``seed .. seed+n-1``.
 
     Args:
@@ -666,6 +667,8 @@ def fuzz(seed: int, n: int, *, max_steps: int = 6, isolate: bool = False, shrink
             onnxruntime (or a hang past ``timeout_s``) is classified as
             ``crash`` instead of ending the run.
         backend: how the default-mode reference runs (``reference_mode``).
+        wrong_shapes: also feed each matched case inputs with one wrong dim
+            (``run_case``).
         shrink_failures: shrink each crash/mismatch with ``shrink`` (for
             ``shrink_budget_s``; with ``isolate``, in the child process, so
             a candidate that hangs or crashes onnxruntime cannot stop the
@@ -681,10 +684,10 @@ def fuzz(seed: int, n: int, *, max_steps: int = 6, isolate: bool = False, shrink
     failures, pytensor_errors = [], []
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {sorted(FAMILIES)}, got {family!r}")
-    runner = _Isolated(timeout_s, backend, family) if isolate else None
+    runner = _Isolated(timeout_s, backend, family, wrong_shapes) if isolate else None
     try:
         for s in range(seed, seed + n):
-            r = runner.run(s, max_steps) if runner else run_case(FAMILIES[family](s, max_steps), backend)
+            r = runner.run(s, max_steps) if runner else run_case(FAMILIES[family](s, max_steps), backend, wrong_shapes)
             counts[r.kind] += 1
             if r.kind == "known":
                 explained[r.explanation] += 1
@@ -693,7 +696,7 @@ def fuzz(seed: int, n: int, *, max_steps: int = 6, isolate: bool = False, shrink
                 pytensor_errors.append(r)
             if r.kind in FAILURES:
                 if shrink_failures and "worker process died" not in r.detail:
-                    r = runner.shrink(r, shrink_budget_s) if runner else _shrunk(r, backend, shrink_budget_s)
+                    r = runner.shrink(r, shrink_budget_s) if runner else _shrunk(r, backend, shrink_budget_s, wrong_shapes)
                 failures.append(r)
                 if log:
                     log(r.report())

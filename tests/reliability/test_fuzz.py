@@ -116,7 +116,13 @@ def test_each_known_difference_needs_its_documented_condition_at_run_time():
 
 # Real bugs found and not fixed yet (README, "Fuzzer, open findings"); any
 # other failure fails the test.
-OPEN_FINDINGS: dict[int, str] = {}
+OPEN_FINDINGS: dict[int, str] = {
+    # PyTensor 2.38, compiled path, found by the shape-agreement plugin once it saw every model
+    # (issue 23): a reshape to a constant (2, 1) of an inc_subtensor chain declares axis 0 as 2
+    # where ONNX's shape inference names the input dim x0_dim0 (README "Not done yet").
+    102710: "declared reshape size vs ONNX's input dim (2.38 compiled)",
+    102908: "declared reshape size vs ONNX's input dim (2.38 compiled)",
+}
 
 
 # The quick run: the default mode's rewritten graph run by the Python linker
@@ -145,7 +151,7 @@ def test_long_fuzz_run_has_no_failures(start):
     report = fuzz(start, 100, isolate=True, shrink_failures=True, backend="python", timeout_s=120,
                   wrong_shapes=False)
     print(report.summary())
-    assert not report.failures, report.summary()
+    assert {f.program.seed for f in report.failures} <= set(OPEN_FINDINGS), report.summary()
 
 
 # The scan-grad family (``compiler/tools/fuzz/scan_grads.py``): a random scan and

@@ -393,6 +393,9 @@ def _compile(graph, outputs, passes, options: CompileOptions) -> CompiledModel:
     equal_dims = equal_dim_groups(lowered)
     example_sizes = shapes.apply_input_shapes(ir_graph, lowered.input_vars,
                                               _batched_input_shapes(options, batched), options.example_inputs)
+    fixed = shapes.required_sizes(ir_graph, equal_dims)
+    if fixed:  # sizes the graph fixes reach the input types: onnxruntime refuses other sizes too
+        shapes.substitute_dims(ir_graph, fixed)
     history: list[PassRecord] = []
     dump_dir = Path(options.dump_ir) if options.dump_ir is not None else None
     if dump_dir is not None:
@@ -435,8 +438,7 @@ def _compile(graph, outputs, passes, options: CompileOptions) -> CompiledModel:
         verify(ir_graph, context="after the passes", check_types=False)
         hook_seconds += time.perf_counter() - hook_start
     emit_start = time.perf_counter()
-    metadata = shapes.required_sizes_metadata(shapes.required_sizes(ir_graph, equal_dims))
-    onnx_model = build_model(ir_graph, options.emit, metadata=metadata)
+    onnx_model = build_model(ir_graph, options.emit)
     end = time.perf_counter()
     timings = {"lowering": history[0].seconds, "passes": sum(r.seconds for r in history[1:]),
                "hooks": hook_seconds, "emission": end - emit_start}

@@ -11,9 +11,10 @@
 * ``check_dynamic``: run the emitted model in onnxruntime at two sizes for
   every symbolic input dim and compare with PyTensor, so a dim that silently
   became static is caught at compile time.
-* ``required_sizes``: the size a ``specify_shape`` requires of a symbolic
-  input dim, which ``CompiledModel.run`` checks and the model states in its
-  ``metadata_props[REQUIRED_SIZES_KEY]`` (ONNX has no assertion).
+* ``required_sizes``: the size the graph fixes for a symbolic input dim (a
+  ``specify_shape``, a constant or baked operand), which the driver writes
+  into the input's ONNX type (ONNX has no assertion; onnxruntime then refuses
+  another size, and ``CompiledModel.run`` names the input and axis).
 * ``onnx_shape_disagreements``: compare the shapes we declare (graph outputs
   and ``value_info``) with ``onnx.shape_inference.infer_shapes``.
 """
@@ -21,7 +22,6 @@
 from __future__ import annotations
 
 import copy
-import json
 import re
 from typing import Any, Mapping, Sequence
 
@@ -37,7 +37,6 @@ from ir import symbolic as sym
 from ir.types import Dim
 
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-REQUIRED_SIZES_KEY = "pytensor_onnx.required_sizes"  # model metadata: JSON {input dim name: size}
 
 
 class InputShapeError(CompileError):
@@ -323,27 +322,24 @@ def required_sizes(graph: Graph, equal_dims: Sequence) -> dict[str, int]:
     """The size each symbolic input dim of ``graph`` must have: for every
     group of ``equal_dims`` (``compiler.core.validation.equal_dim_groups``)
     holding a ``(None, size)`` entry (a ``specify_shape`` with a constant
-    size), the names its inputs' dims have in ``graph`` (after
+    size, or the static size of a constant or baked operand of the same
+    ``Elemwise`` or ``Dot``), the names its inputs' dims have in ``graph`` (after
     ``apply_input_shapes``) -> that size. Dims pinned to an int are left out.
     PyTensor raises at run time when such a dim has another size; ONNX has no
-    assertion, so ``CompiledModel.run`` checks it and the model states it."""
+    assertion, so ``CompiledModel.run`` checks it and the driver writes it
+    into the input types (``substitute_dims``). A group given two sizes (no
+    feed can satisfy PyTensor) is left out: ``run`` refuses every feed."""
     inputs = {v.name: v for v in graph.inputs}
     sizes: dict[str, int] = {}
     for group in equal_dims:
-        required = [size for name, size in group if name is None]
-        if not required:
+        required = {size for name, size in group if name is None}
+        if len(required) != 1:
             continue
         for name, axis in group:
             dim = inputs[name].shape[axis] if name is not None else None
             if isinstance(dim, str):
-                sizes[dim] = int(required[0])
+                sizes[dim] = int(next(iter(required)))
     return sizes
-
-
-def required_sizes_metadata(sizes: Mapping[str, int]) -> dict[str, str]:
-    """``{REQUIRED_SIZES_KEY: JSON}`` of ``sizes`` for a model's
-    ``metadata_props``, or an empty dict when there are none."""
-    return {REQUIRED_SIZES_KEY: json.dumps(dict(sizes), sort_keys=True)} if sizes else {}
 
 
 def onnx_shape_disagreements(model: onnx.ModelProto) -> list[str]:
@@ -357,10 +353,7 @@ def onnx_shape_disagreements(model: onnx.ModelProto) -> list[str]:
     dim; and where ONNX says a dim is an input's dim parameter, ours is that
     parameter too. Dims only one side knows, and dims ONNX names itself
     (``unk__0``), are not compared. A strict-mode failure of ONNX's
-    inference is reported as a disagreement. A static dim of ours where ONNX
-    names an input's dim agrees when the model's
-    ``metadata_props[REQUIRED_SIZES_KEY]`` requires that input dim to have
-    that size (ONNX's inference knows no assertion).
+    inference is reported as a disagreement.
     """
     bare = copy.deepcopy(model)
     del bare.graph.value_info[:]
@@ -373,8 +366,6 @@ def onnx_shape_disagreements(model: onnx.ModelProto) -> list[str]:
     ours = _typed_values(model)
     theirs = _typed_values(inferred)
     free = {d.dim_param for v in model.graph.input for d in v.type.tensor_type.shape.dim if d.dim_param}
-    metadata = {p.key: p.value for p in model.metadata_props}
-    required = json.loads(metadata.get(REQUIRED_SIZES_KEY, "{}"))
     problems = []
     for name, (elem, dims) in ours.items():
         if name not in theirs:
@@ -390,7 +381,7 @@ def onnx_shape_disagreements(model: onnx.ModelProto) -> list[str]:
             continue
         for axis, (a, b) in enumerate(zip(dims, other_dims)):
             clash = (isinstance(b, int) and a is not None and a != b) or (
-                isinstance(b, str) and b in free and a is not None and a != b and required.get(b) != a)
+                isinstance(b, str) and b in free and a is not None and a != b)
             if clash:
                 problems.append(f"{name} axis {axis}: {a!r} here, {b!r} by ONNX")
     return problems

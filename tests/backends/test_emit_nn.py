@@ -476,8 +476,10 @@ def test_max_pool_keeps_its_pads_when_no_input_is_minus_inf(producer, chain, num
     kept = ~np.isnan(want)  # where a NaN lands in a window is unspecified for MaxPool
     for test in (np.isposinf, np.isneginf):
         np.testing.assert_array_equal(test(got[kept]), test(want[kept]))
-    # fast SiLU is within 2 eps max(1, |x|) of the interpreter's; every other case is exact
-    tol = 2 * np.finfo(np.float32).eps if (numerics, producer) == ("fast", "silu") else 0
+    # fast SiLU is within 2 eps max(1, |x|) of the interpreter's; onnxruntime's Exp
+    # is within 2 ulp of NumPy's (its vectorized kernel differs by CPU: 1 ulp on
+    # CI's AVX-512 machine); the pools themselves only select, so exact otherwise
+    tol = 2 * np.finfo(np.float32).eps if (numerics, producer) == ("fast", "silu") or producer == "exp" else 0
     np.testing.assert_allclose(got[kept], want[kept], rtol=tol, atol=tol)
 
 

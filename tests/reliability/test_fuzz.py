@@ -116,13 +116,7 @@ def test_each_known_difference_needs_its_documented_condition_at_run_time():
 
 # Real bugs found and not fixed yet (README, "Fuzzer, open findings"); any
 # other failure fails the test.
-OPEN_FINDINGS: dict[int, str] = {
-    # PyTensor 2.38, compiled path, found by the shape-agreement plugin once it saw every model
-    # (issue 23): a reshape to a constant (2, 1) of an inc_subtensor chain declares axis 0 as 2
-    # where ONNX's shape inference names the input dim x0_dim0 (README "Not done yet").
-    102710: "declared reshape size vs ONNX's input dim (2.38 compiled)",
-    102908: "declared reshape size vs ONNX's input dim (2.38 compiled)",
-}
+OPEN_FINDINGS: dict[int, str] = {}  # none today (102710, 102908, 103566 fixed: specify_shape sizes)
 
 
 # The quick run: the default mode's rewritten graph run by the Python linker
@@ -145,11 +139,7 @@ def test_quick_fuzz_run_has_no_unexplained_failures(start):
 @pytest.mark.slow
 @pytest.mark.parametrize("start", range(100_000, 105_000, 100))
 def test_long_fuzz_run_has_no_failures(start):
-    # wrong_shapes=False: the probe finds reshapes whose wrong input size the
-    # model does not refuse (seed 100637: a (3,) input reshaped to (4, 1)
-    # returns a value; README "Not done yet"); the quick run and the idioms keep it
-    report = fuzz(start, 100, isolate=True, shrink_failures=True, backend="python", timeout_s=120,
-                  wrong_shapes=False)
+    report = fuzz(start, 100, isolate=True, shrink_failures=True, backend="python", timeout_s=120)
     print(report.summary())
     assert {f.program.seed for f in report.failures} <= set(OPEN_FINDINGS), report.summary()
 

@@ -17,9 +17,7 @@ fails when a compilation is not counted).
 
 A test marked ``shapes_disagree(reason)`` is not checked: one that emits a
 wrong model on purpose, or whose model declares what ONNX's inference cannot
-know. (A size a ``specify_shape`` requires of a symbolic input dim is such a
-fact, but the model states it in its metadata, which the comparison reads:
-``compiler.core.shapes.REQUIRED_SIZES_KEY``.)
+know.
 """
 
 from __future__ import annotations
@@ -47,8 +45,7 @@ def check_model(graph, model, options) -> None:
     ``value_info=True`` (large weights replaced by external-data
     placeholders of their dtype and shape, so checking a model costs no
     weight-sized memory) is compared by ``onnx_shape_disagreements``."""
-    typed = build_model(graph, dataclasses.replace(options, value_info=True),  # a private copy; not observed
-                        metadata=dict(model.metadata_props))
+    typed = build_model(graph, dataclasses.replace(options, value_info=True))  # a private copy; not observed
     for value in typed.graph.initializers.values():
         tensor = value.const_value
         if tensor is not None and tensor.size > PLACEHOLDER_ELEMENTS:

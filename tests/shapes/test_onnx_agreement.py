@@ -20,7 +20,7 @@ import pytest
 from pytensor.tensor.signal import convolve2d
 
 from compiler import compile_to_onnx
-from compiler.core.shapes import REQUIRED_SIZES_KEY, onnx_shape_disagreements
+from compiler.core.shapes import onnx_shape_disagreements
 from tests.lowering.test_subtensor import READS
 from tests.shapes.helpers import SHAPE_PIPELINE, assert_declared_shapes
 
@@ -110,15 +110,30 @@ def test_a_wrong_declaration_is_reported():
     assert onnx_shape_disagreements(model) == ["output0 axis 0: 5 here, 'x_dim1' by ONNX"]
 
 
-def test_a_size_a_specify_shape_requires_is_stated_in_the_model():
-    # PyTensor requires x_dim0 == 4 (run() checks it; ONNX has no assertion):
-    # the model declares 4 downstream and says why in its metadata.
+def test_a_size_a_specify_shape_requires_reaches_the_input_type():
+    # PyTensor requires x_dim0 == 4 (an AssertionError otherwise; ONNX has no
+    # assertion): the input's ONNX type says 4, so ONNX's inference agrees and
+    # onnxruntime itself refuses another size.
     y = pt.specify_shape(pt.exp(x), (4, None)) * 2
     compiled = compile_to_onnx([x], outputs=[y], value_info=True)
-    assert {p.key: p.value for p in compiled.model.metadata_props} == {REQUIRED_SIZES_KEY: '{"x_dim0": 4}'}
+    assert [d if isinstance(d, int) else d.value for d in compiled.onnx_model.graph.inputs[0].shape] == [4, "x_dim1"]
     assert onnx_shape_disagreements(compiled.model) == []
-    bare = onnx.ModelProto()
-    bare.CopyFrom(compiled.model)
-    del bare.metadata_props[:]
-    assert "output0 axis 0: 4 here, 'x_dim0' by ONNX" in onnx_shape_disagreements(bare)
-    assert compile_to_onnx([x], outputs=[pt.exp(x)]).model.metadata_props == []  # nothing required, nothing stated
+    with pytest.raises(Exception, match="(?i)invalid dimensions for input: x"):
+        compiled.session.run(None, {"x": np.ones((3, 2), np.float32)})
+    assert compile_to_onnx([x], outputs=[pt.exp(x)]).onnx_model.graph.inputs[0].shape[0].value == "x_dim0"
+
+
+def test_a_specify_shape_on_a_computed_dim_is_imposed_by_a_reshape():
+    # the specified value's dim is computed (not an input's own), so no input
+    # type can carry it: a reshape to the specified sizes makes the value's
+    # shape what its type says, and a wrong element count fails in onnxruntime
+    n = pt.lscalar("n")
+    v = pt.specify_shape(pt.alloc(pt.exp(x[0]), n, x.shape[1]), (2, None))
+    compiled = compile_to_onnx([x, n], outputs=[v], value_info=True)
+    assert onnx_shape_disagreements(compiled.model) == []
+    assert [d if isinstance(d, int) else d.value for d in compiled.onnx_model.graph.outputs[0].shape] == [2, "x_dim1"]
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_allclose(compiled.run(data, np.int64(2))[0], np.broadcast_to(np.exp(data[0]), (2, 3)),
+                               rtol=2 * np.finfo(np.float32).eps)  # onnxruntime's Exp: within 2 ulp
+    with pytest.raises(Exception, match="(?i)reshape"):
+        compiled.run(data, np.int64(3))

@@ -38,17 +38,38 @@ def lower_identity(ctx, node):
 
 @lowers(SpecifyShape)
 def lower_specify_shape(ctx, node):
-    """SpecifyShape(x, *sizes): ``x`` unchanged; the driver adopts the static
-    dims. PyTensor asserts the sizes at run time and ONNX has no assertion,
-    so every constant size required of a symbolic dim of ``x`` is recorded in
-    ``ctx.record.specified`` for ``CompiledModel.run``'s input check
-    (sizes computed at run time are not checked)."""
+    """SpecifyShape(x, *sizes): ``x`` with the constant sizes it is given.
+
+    PyTensor asserts the sizes at run time (``AssertionError``) and ONNX has
+    no assertion. A constant size required of an input's own symbolic dim is
+    recorded in ``ctx.record.specified``: ``CompiledModel.run`` checks it and
+    the driver writes it into the input's ONNX type. A constant size on any
+    other dim that ``x``'s type does not already fix (a dim computed inside
+    the graph) is imposed by a ``reshape`` to the specified sizes: the value
+    then has the static shape its type declares, and a wrong element count
+    fails in onnxruntime rather than returning a value of another shape.
+    Sizes computed at run time are not checked."""
     x = ctx.get(node.inputs[0])
+    input_dims = {d for v in ctx.graph.inputs for d in v.type.shape if isinstance(d, str)}
+    spec: list[int | None] = []
     for dim, size in zip(x.type.shape, node.inputs[1:]):
         data = getattr(size, "data", None) if isinstance(size, Constant) else None
-        if isinstance(dim, str) and data is not None:
+        if data is None or isinstance(dim, int):
+            spec.append(None)
+        elif isinstance(dim, str) and dim in input_dims:
             ctx.record.specified.append((dim, int(data)))
-    return [x]
+            spec.append(None)
+        else:
+            spec.append(int(data))
+    if all(s is None for s in spec):
+        return [x]
+    if all(s is not None or isinstance(d, int) for s, d in zip(spec, x.type.shape)):
+        target = ctx.i64([s if s is not None else d for s, d in zip(spec, x.type.shape)])
+    else:
+        known = [s is not None for s in spec]
+        target = ctx.add("where", [ctx.const(np.array(known)), ctx.i64([s or 0 for s in spec]),
+                                   ctx.add("shape", [x])])
+    return [ctx.add("reshape", [x, target])]
 
 
 # -- axes --------------------------------------------------------------------

@@ -111,7 +111,9 @@ Semantics and assumptions (PyTensor's ``Convolve2d.perform`` is
   image is smaller at run time, onnxruntime's Conv fails ("Invalid input
   shape") where PyTensor returns the swapped convolution: an error, never a
   wrong value. Likewise a channel count that is symbolic is assumed to equal
-  the kernel's (convolve2d would broadcast a single channel).
+  the kernel's, unless the kernel has one channel: convolve2d broadcasts it,
+  and by linearity the channel sum is the conv of the channel-summed image
+  (a ``reduce_sum`` over channels before the conv).
 - NaN and Inf: the conv multiplies the zero pads of 'full' mode like any
   other element, so an Inf kernel tap can give NaN near the border where
   SciPy's direct method skips those products (and its FFT method, which
@@ -216,6 +218,8 @@ def recover_conv(rw: Rewriter, m: Match) -> Value | str:
     pads = [k - 1 for k in kernel] * 2 if full else [0] * 4
     x = drop_axis(rw, x5, 1)
     w = drop_axis(rw, k5, 0) if k5.rank == 5 else k5
+    if c_w == 1 and c_x != 1:  # convolve2d broadcasts the one kernel channel: sum_c conv(x_c, W) = conv(sum_c x_c, W)
+        x = rw.add("reduce_sum", [x], {"axes": [1], "keepdims": True})
     y = rw.add("conv", [x, w], with_window({"flip": True}, strides, pads, (1, 1)))
     if crop is not None:
         y = rw.add("slice", [y, *m.stride.inputs[1:]], {"axes": [a - 1 for a in crop]})

@@ -307,6 +307,35 @@ def test_image_smaller_than_the_kernel_does_not_fire(caplog):
     assert "image smaller than the kernel in valid mode" in caplog.text
 
 
+def test_a_one_channel_kernel_broadcast_over_the_channels_convolves_their_sum():
+    # convolve2d broadcasts the kernel's one channel over C: sum_c conv(x_c, W) = conv(sum_c x_c, W)
+    check("""
+        graph @main(%x: f32[N,C,6,6], %W: f32[4,1,3,3]) {
+          %u: f32[N,1,C,6,6] = unsqueeze(%x) {axes=[1]}
+          %v: f32[1,4,1,3,3] = unsqueeze(%W) {axes=[0]}
+          %c: f32[N,4,C,4,4] = convolve2d(%u, %v) {full=false}
+          %y: f32[N,4,4,4] = reduce_sum(%c) {axes=[2], keepdims=false}
+          return %y
+        }""", """
+        graph @main(%x: f32[N,C,6,6], %W: f32[4,1,3,3]) {
+          %y: f32[N,1,6,6] = reduce_sum(%x) {axes=[1], keepdims=true}
+          %y_1: f32[N,4,4,4] = conv(%y, %W) {dilations=[], flip=true, group=1, pads=[], strides=[]}
+          return %y_1
+        }""", sizes={"N": 2, "C": 3})
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_a_one_channel_kernel_over_symbolic_channels_matches_pytensor(channels):
+    x, w = pt.tensor4("x"), pt.tensor("w", shape=(2, 1, 2, 3))
+    y = convolve2d(x[:, None], w[None], mode="valid").sum(axis=2)
+    compiled = compile_to_onnx([x, w], outputs=[y])
+    assert "conv" in [n.op for n in compiled.ir]  # float64: emitted exactly (window_f64), not as ONNX Conv
+    rng = np.random.default_rng(channels)
+    data = [rng.normal(size=(2, channels, 5, 6)), rng.normal(size=(2, 1, 2, 3))]
+    want = pytensor.function([x, w], y, mode=Mode(linker="py", optimizer=None))(*data)
+    np.testing.assert_allclose(compiled.run(*data)[0], want, rtol=1e-12, atol=1e-12)
+
+
 def test_channel_broadcast_and_integer_convolutions_do_not_fire():
     check_pass(CR, """
         graph @main(%x: f32[N,1,6,6], %W: f32[4,3,3,3]) {

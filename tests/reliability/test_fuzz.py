@@ -236,8 +236,8 @@ def test_a_model_that_accepts_a_shape_pytensor_refuses_is_a_mismatch():
     assert run_case(prog, backend="python").kind == "match"
 
 
-# The idioms family (``compiler/tools/fuzz/idioms.py``): convolution, pooling, linear algebra, sorting and
-# special functions as users write them. The quick run covers each idiom twice; the slow job runs 300 graphs
+# The idioms family (``compiler/tools/fuzz/idioms.py``): convolution, pooling, linear algebra (well- and
+# ill-conditioned), sorting and special functions as users write them. The quick run covers each idiom twice; the slow job runs 300 graphs
 # (~60 s of CPU per 100 on the loaded machine).
 def test_idiom_programs_are_deterministic_and_cover_every_idiom():
     from compiler.tools.fuzz.idioms import SPECIAL
@@ -246,7 +246,7 @@ def test_idiom_programs_are_deterministic_and_cover_every_idiom():
     assert FAMILIES["idioms"] is generate_idioms
     markers = {"conv": ["convolve2d"], "pool": ["axis=(3, 5)"], "linalg": ["pt.linalg."],
                "sort": ["pt.sort(", "pt.argsort(", "pt.unique(", "pt.nonzero(", "pt.flatnonzero("],
-               "special": [f"{fn}(x0)" for fn in SPECIAL]}
+               "special": [f"{fn}(x0)" for fn in SPECIAL], "ill_conditioned": ["condition number"]}
     assert set(markers) == set(IDIOMS)
     for i, idiom in enumerate(IDIOMS):
         for seed in range(i, 10 * len(IDIOMS), len(IDIOMS)):

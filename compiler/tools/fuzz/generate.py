@@ -43,11 +43,17 @@ class Program:
         lines: the step assignments, in order; the last one's target is the
             output.
         seed: the seed it was generated from.
+        condition: the condition number of the program's linear algebra
+            (1 elsewhere): float results are compared within ``condition``
+            times the fuzzer's bound (``runner.compare``), the forward error
+            of a backward-stable method (Higham, *Accuracy and Stability of
+            Numerical Algorithms*, 2nd ed., section 7.1).
     """
 
     inputs: list = field(default_factory=list)
     lines: list = field(default_factory=list)
     seed: int = 0
+    condition: float = 1.0
 
     def source(self) -> str:
         """The program as Python source (a repro: builds ``inputs`` and
@@ -56,7 +62,9 @@ class Program:
         for name, dtype, static, _ in self.inputs:
             head.append(f"{name} = pt.tensor({name!r}, dtype={dtype!r}, shape={tuple(static)!r})")
         out = self.lines[-1].split("=", 1)[0].strip() if self.lines else self.inputs[0][0]
-        return "\n".join(head + list(self.lines) + [f"out = {out}"])
+        tail = [f"# compared within {self.condition:.3g} x the fuzzer's bound (condition number)"] \
+            if self.condition != 1.0 else []
+        return "\n".join(head + list(self.lines) + [f"out = {out}"] + tail)
 
     def data_source(self) -> str:
         """The input data as Python source."""

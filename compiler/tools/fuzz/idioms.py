@@ -19,6 +19,12 @@ fuzzer paths run, so each idiom is also compiled from a default-mode
 - ``linalg``: ``inv``, ``det``, ``solve``, ``cholesky`` of a
   well-conditioned matrix (a random orthogonal basis, eigenvalues in
   [1, 4]: condition number at most 4);
+- ``ill_conditioned``: float64 ``solve`` (general and ``assume_a="pos"``),
+  ``inv``, ``det``, ``slogdet`` and ``cholesky`` of a matrix with condition
+  number 1e2..1e10 (singular values log-spaced between random orthogonal
+  bases; symmetric positive definite for ``pos`` and ``cholesky``),
+  compared within the condition number times the fuzzer's bound
+  (``Program.condition``);
 - ``sort``: ``sort``/``argsort`` (stable) along an axis, ``unique``,
   ``nonzero``/``flatnonzero`` of integer or float data with ties;
 - ``special``: ``gammaln``, ``erf``, ``erfc``, ``erfcx``, ``erfinv``,
@@ -35,7 +41,7 @@ import numpy as np
 
 from compiler.tools.fuzz.generate import Program
 
-IDIOMS = ("conv", "pool", "linalg", "sort", "special")
+IDIOMS = ("conv", "pool", "linalg", "sort", "special", "ill_conditioned")
 SPECIAL = {  # function -> (low, high) of the inputs drawn
     "pt.gammaln": (0.05, 30.0), "pt.erf": (-4.0, 4.0), "pt.erfc": (-3.0, 8.0), "pt.erfcx": (-2.0, 20.0),
     "pt.erfinv": (-0.999, 0.999), "pt.psi": (0.1, 30.0), "pt.i0": (-20.0, 20.0), "pt.i1": (-20.0, 20.0),
@@ -118,6 +124,28 @@ class _Idioms:
             self.line(f"pt.linalg.solve({a}, {rhs})")
         elif which == "cholesky":
             self.line(f"pt.linalg.cholesky(({a} + {a}.T) / 2)")
+        else:
+            self.line(f"pt.linalg.{which}({a})")
+
+    def ill_conditioned(self):
+        rng = self.rng
+        n = int(rng.integers(2, 6))
+        condition = float(10 ** rng.uniform(2, 10))
+        q, _ = np.linalg.qr(rng.normal(0, 1, (n, n)))
+        u, _ = np.linalg.qr(rng.normal(0, 1, (n, n)))
+        singular = np.logspace(0, -np.log10(condition), n)
+        which = str(rng.choice(["solve", "solve_pos", "inv", "det", "slogdet", "cholesky"]))
+        spd = which in ("solve_pos", "cholesky")
+        a = self.input((q * singular) @ (q if spd else u).T, static=bool(rng.random() < 0.5))
+        self.prog.condition = condition
+        if which.startswith("solve"):
+            rhs = self.input(rng.normal(0, 1, (n, int(rng.integers(1, 3)))))
+            assume = ', assume_a="pos"' if spd else ""
+            self.line(f"pt.linalg.solve({a}, {rhs}{assume})")
+        elif which == "cholesky":
+            self.line(f"pt.linalg.cholesky(({a} + {a}.T) / 2)")
+        elif which == "slogdet":
+            self.line(f"pt.linalg.slogdet({a})[1]")
         else:
             self.line(f"pt.linalg.{which}({a})")
 

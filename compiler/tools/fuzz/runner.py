@@ -23,8 +23,10 @@ worst first:
 - ``match``: equal results, or both refused the inputs.
 
 Float bound: the numerics contract's per-op bounds compose, so a chain of
-steps is compared with ``|got - want| <= 16 eps (|want| + max|want|)``;
-ints, bools, dtypes, shapes and which elements are NaN/+inf/-inf exactly.
+steps is compared with ``|got - want| <= 16 eps (|want| + max|want|)``,
+times the program's ``condition`` number where it solves, inverts or
+factors an ill-conditioned matrix; ints, bools, dtypes, shapes and which
+elements are NaN/+inf/-inf exactly.
 """
 
 from __future__ import annotations
@@ -86,8 +88,9 @@ def build(program: Program):
     return [ns[name] for name, *_ in program.inputs], ns["out"]
 
 
-def compare(got, want) -> str | None:
-    """None if ``got`` equals ``want`` under the fuzzer's contract, else why."""
+def compare(got, want, condition: float = 1.0) -> str | None:
+    """None if ``got`` equals ``want`` under the fuzzer's contract (the float
+    bound times ``condition``, ``Program.condition``), else why."""
     got, want = np.asarray(got), np.asarray(want)
     if got.dtype != want.dtype:
         return f"dtype {got.dtype} != {want.dtype}"
@@ -105,7 +108,7 @@ def compare(got, want) -> str | None:
     eps = np.finfo(want.dtype).eps
     scale = np.max(np.abs(want[fin]))
     err = np.abs(got[fin].astype(np.float64) - want[fin])
-    bound = 16 * eps * (np.abs(want[fin]) + scale)
+    bound = 16 * eps * condition * (np.abs(want[fin]) + scale)
     if (err > bound).any():
         i = int(np.argmax(err - bound))
         return f"float values differ: {got[fin][i]!r} != {want[fin][i]!r} (bound {bound[i]:.3g})"
@@ -123,7 +126,7 @@ def default_session(model):
     return ort.InferenceSession(model.model.SerializeToString(), providers=["CPUExecutionProvider"])
 
 
-def _classify_path(path: str, make_model, data, want, want_error) -> tuple[str, str, object]:
+def _classify_path(path: str, make_model, data, want, want_error, condition: float = 1.0) -> tuple[str, str, object]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -144,7 +147,7 @@ def _classify_path(path: str, make_model, data, want, want_error) -> tuple[str, 
         return "crash", f"onnxruntime: {type(e).__name__}: {e}"[:300], None
     if want_error is not None:
         return "pytensor-error", f"PyTensor raised {type(want_error).__name__}: {str(want_error)[:150]}", got[0]
-    why = compare(got[0], want)
+    why = compare(got[0], want, condition)
     return ("match", "", got[0]) if why is None else ("mismatch", why, got[0])
 
 
@@ -344,7 +347,8 @@ def known_difference(mismatch: Mismatch) -> str | None:
     return next((name for name, _, pred in KNOWN if pred(mismatch)), None)
 
 
-def implementation_difference(path: str, backend: str, inputs, out, fn, data, got) -> str | None:
+def implementation_difference(path: str, backend: str, inputs, out, fn, data, got,
+                              condition: float = 1.0) -> str | None:
     """Why a mismatch is PyTensor disagreeing with itself, or None.
 
     The reference graph of ``path`` (``"raw"``: the graph as written;
@@ -387,7 +391,7 @@ def implementation_difference(path: str, backend: str, inputs, out, fn, data, go
                 want = make_fn()(*[d.copy() for d in data])
         except Exception:
             continue
-        if compare(got, want) is None:
+        if compare(got, want, condition) is None:
             return f"implementations: {name} gives the model's result, {reference} does not"
     return None
 
@@ -453,10 +457,10 @@ def run_case(program: Program, backend: str = "default", wrong_shapes: bool = Tr
     for path, make, ref, ref_error in (
             ("raw", make_raw, raw_want, raw_error),
             ("compiled", lambda: compile_to_onnx(fn), want, want_error)):
-        kind, detail, got = _classify_path(path, make, data, ref, ref_error)
+        kind, detail, got = _classify_path(path, make, data, ref, ref_error, program.condition)
         explanation = ""
         if kind in ("mismatch", "pytensor-error") and got is not None:
-            why = implementation_difference(path, backend, inputs, out, fn, data, got)
+            why = implementation_difference(path, backend, inputs, out, fn, data, got, program.condition)
             if why:
                 explanation = ("reference raised; " if kind == "pytensor-error" else "") + why.split(" gives")[0]
                 kind, detail = "known", f"{why}: {detail}"
@@ -492,7 +496,7 @@ def shrink(program: Program, still_fails: Callable[[Program], bool], budget_s: f
         return time.monotonic() < deadline and still_fails(candidate)
 
     def with_lines(lines):
-        return Program(list(program.inputs), list(lines), program.seed)
+        return Program(list(program.inputs), list(lines), program.seed, program.condition)
 
     for k in range(1, len(program.lines)):
         if try_(with_lines(program.lines[:k])):
@@ -508,7 +512,7 @@ def shrink(program: Program, still_fails: Callable[[Program], bool], budget_s: f
     text = "\n".join(program.lines)
     used = [inp for inp in program.inputs if inp[0] in text or inp[0] == program.inputs[0][0] and not program.lines]
     if used != program.inputs and used:
-        cand = Program(used, list(program.lines), program.seed)
+        cand = Program(used, list(program.lines), program.seed, program.condition)
         if try_(cand):
             program = cand
     for j, (name, dtype, static, data) in enumerate(program.inputs):
@@ -522,7 +526,7 @@ def shrink(program: Program, still_fails: Callable[[Program], bool], budget_s: f
                     continue
                 inputs = list(program.inputs)
                 inputs[j] = (name, dtype, static, trial.reshape(data.shape))
-                cand = Program(inputs, list(program.lines), program.seed)
+                cand = Program(inputs, list(program.lines), program.seed, program.condition)
                 if try_(cand):
                     program, flat = cand, trial
             chunk //= 2

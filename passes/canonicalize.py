@@ -39,6 +39,17 @@ erases the nodes it left dead. Only exact identities are allowed (NaN, Inf,
        const %one: f32[] = 1.0
        %y: f32[N] = mul(%x, %one)           ->   (uses of %y read %x)
 
+6. ``gather(cast(v), i)`` is ``cast(gather(v, i))`` when the gather has no
+   more elements than ``v`` (statically): the cast commutes with any data
+   movement, so this is exact, casts fewer elements and lets shape-folding
+   see ``gather(shape(x), i)`` (PyTensor's ``mean`` divides by
+   ``cast(shape(x))[axis]``, so a static axis's size becomes a constant)::
+
+       %c: f32[3] = cast(%s) {to=f32}
+       %y: f32[] = gather(%c, %two) {axis=0}
+                                            ->   %g: i64[] = gather(%s, %two) {axis=0}
+                                                 %y: f32[] = cast(%g) {to=f32}
+
 Deliberately absent: ``x + 0 -> x`` (wrong for ``x = -0.0``: ``-0.0 + 0.0``
 is ``+0.0``) and ``x * 0 -> 0`` (wrong for NaN and Inf).
 
@@ -133,6 +144,15 @@ def drop_one(rw: Rewriter, m: Match) -> Value | str:
     return m.x if m.x.type == m.root.output.type else "the ones change the shape or dtype"
 
 
+def gather_before_cast(rw: Rewriter, m: Match) -> Value | str:
+    """gather(cast(v), i) -> cast(gather(v, i)) when the gather does not grow v"""
+    v, out = m.x, m.root.output
+    if v.type.size is None or out.type.size is None or out.type.size > v.type.size:
+        return "the gather may hold more elements than the cast's input"
+    gathered = rw.add("gather", [v, *m.root.inputs[1:]], m.root.attrs)
+    return rw.add("cast", [gathered], m.inner.attrs)
+
+
 x = Var("x")
 ONES = ConstEq(1)
 # (kept alive by other readers, the inner node of rules 3 and 4 is not duplicated work: one node replaces two)
@@ -151,6 +171,7 @@ RULES = RuleSet([
     Rule("squeeze-of-unsqueeze", Op("squeeze", Op("unsqueeze", x, **INNER)), cancel_unsqueeze),     # 4
     Rule("mul-by-one", Op("mul", x, ONES), drop_one),                                                # 5
     Rule("div-by-one", Op("div", x, ONES), drop_one),                                                # 5
+    Rule("gather-before-cast", Op("gather", Op("cast", x, **INNER), Var()), gather_before_cast),    # 6
 ])
 
 

@@ -5,7 +5,8 @@ LayerNormalization, opset 17+), which onnxruntime runs as one kernel.
 ``x`` is ``(..., D)``; the means are over the last axis, each the pool
 rules' mean form (``passes.pool_recovery.sum_of``: a ``reduce_sum``, maybe
 widened to float64 between casts, kept as an axis of 1 by an unsqueeze,
-divided by D, read off the shape when D is symbolic). Rules:
+divided by D, or multiplied by the constant nearest 1/D as PyTensor's
+compiled functions write it; ``eps`` added on either side). Rules:
 
 1. layer-norm: ``(x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps)`` (the
    square as ``pow(d, 2)`` or ``d * d``) with D static::
@@ -46,20 +47,31 @@ RECOVERED_DTYPES = {DType.FLOAT32}
 def mean_source(value: Value) -> Value | None:
     """The x of ``value = mean(x, axis=-1, keepdims=True)`` in the pool
     rules' mean form (a sum over the last axis kept as 1, divided by the
-    axis' size, a constant or the size read off the shape), else None."""
-    node = producer(value, "div")
-    if node is None:
+    axis' size, a constant or the size read off the shape), or that sum
+    times the float nearest 1/size (PyTensor's compiled functions fold the
+    division into a constant factor, either operand order), else None."""
+    node = value.producer
+    if node is None or node.op not in ("div", "mul"):
         return None
-    total, count = node.inputs
-    s = sum_of(total)
-    if isinstance(s, str) or s.reduce is None:
-        return None
-    x = s.source
-    last = x.rank - 1
-    axes = sorted(a % x.rank for a in s.reduce.attrs["axes"])
-    if axes != [last] or s.kept != (last,) or _count(count) != x.shape[last]:
-        return None
-    return x
+    for total, count in ([node.inputs] if node.op == "div" else [node.inputs, node.inputs[::-1]]):
+        s = sum_of(total)
+        if isinstance(s, str) or s.reduce is None:
+            continue
+        x = s.source
+        last = x.rank - 1
+        axes = sorted(a % x.rank for a in s.reduce.attrs["axes"])
+        if axes != [last] or s.kept != (last,):
+            continue
+        factor, size = _count(count), x.shape[last]
+        if node.op == "div" and factor == size or node.op == "mul" and isinstance(size, int) and _is_reciprocal(
+                factor, size, value.dtype):
+            return x
+    return None
+
+
+def _is_reciprocal(factor, size: int, dtype: DType) -> bool:
+    """Whether ``factor`` is 1/size rounded to ``dtype`` (a float dtype)."""
+    return isinstance(factor, float) and factor == float(np.asarray(1 / size, dtype.numpy))
 
 
 def _square_of(value: Value) -> Value | None:
@@ -147,6 +159,7 @@ def _ln(name: str = "ln") -> Op:
 RULES = RuleSet([
     # (x - mean) / sqrt(var + eps) -> layer_norm(x, 1, 0)
     Rule("layer-norm", Op("div", Var("d"), Op("sqrt", Op("add", Var("var"), Const("eps")))), layer_norm),
+    Rule("layer-norm", Op("div", Var("d"), Op("sqrt", Op("add", Const("eps"), Var("var")))), layer_norm),
     # layer_norm * g, g * layer_norm -> layer_norm(x, g, 0)
     Rule("layer-norm-scale", Op("mul", _ln(), Var("other")), scale),
     Rule("layer-norm-scale", Op("mul", Var("other"), _ln()), scale),

@@ -315,6 +315,44 @@ def test_mul_by_ones_that_broadcast_or_are_not_ones_stays():
         }""", None)
 
 
+# -- 6. gather of a cast -----------------------------------------------------
+def test_a_gather_of_a_cast_gathers_first():
+    check_pass(CANON, """
+        graph @main(%x: f32[N,M,16], %v: i64[4]) {
+          const %two: i64[] = 2
+          const %ix: i64[2] = [3, 0]
+          %s: i64[3] = shape(%x)
+          %c: f32[3] = cast(%s) {to=f32}
+          %d: f32[] = gather(%c, %two) {axis=0}
+          %w: f64[4] = cast(%v) {to=f64}
+          %e: f64[2] = gather(%w, %ix) {axis=0}
+          return %d, %e
+        }""", """
+        graph @main(%x: f32[N,M,16], %v: i64[4]) {
+          const %two: i64[] = 2
+          const %ix: i64[2] = [3, 0]
+          %s: i64[3] = shape(%x)
+          %d: i64[] = gather(%s, %two) {axis=0}
+          %d_1: f32[] = cast(%d) {to=f32}
+          %e: i64[2] = gather(%v, %ix) {axis=0}
+          %e_1: f64[2] = cast(%e) {to=f64}
+          return %d_1, %e_1
+        }""", sizes={"N": 2, "M": 3})
+
+
+def test_a_gather_that_may_grow_its_input_stays_after_the_cast():
+    check_pass(CANON, """
+        graph @main(%v: i64[2], %u: i64[K]) {
+          const %ix: i64[3] = [0, 1, 1]
+          const %zero: i64[1] = [0]
+          %w: f64[2] = cast(%v) {to=f64}
+          %e: f64[3] = gather(%w, %ix) {axis=0}
+          %z: f64[K] = cast(%u) {to=f64}
+          %f: f64[1] = gather(%z, %zero) {axis=0}
+          return %e, %f
+        }""", None, sizes={"K": 3})
+
+
 def test_inexact_identities_are_not_applied():
     # x + 0 -> x is wrong for -0.0; x * 0 -> 0 is wrong for NaN and Inf;
     # x - 0, 0 - x and x ** 1 are not in the rule set either.

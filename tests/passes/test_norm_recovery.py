@@ -66,6 +66,41 @@ def test_layer_norm_with_scale_and_bias_is_one_layer_norm(square):
         }""", rtol=RTOL)
 
 
+def compiled_form(factor: str = "0.125") -> str:
+    """The layer norm as PyTensor's compiled functions write it: each mean a
+    sum times a constant factor, epsilon added on the left."""
+    return (layer_norm_ir().replace("const %eight: f32[] = 8.0", f"const %eighth: f32[1,1] = [[{factor}]]")
+            .replace("div(%xk, %eight)", "mul(%eighth, %xk)").replace("div(%sk, %eight)", "mul(%sk, %eighth)")
+            .replace("add(%var, %eps)", "add(%eps, %var)"))
+
+
+def test_means_times_the_reciprocal_and_eps_on_the_left_are_a_layer_norm():
+    check_pass(PASSES, compiled_form(), """
+        graph @main(%x: f32[N,8], %g: f32[8], %b: f32[8]) {
+          %yb: f32[N,8] = layer_norm(%x, %g, %b) {epsilon=9.999999747378752e-06}
+          return %yb
+        }""", rtol=RTOL)
+
+
+def test_a_factor_that_is_not_the_reciprocal_does_not_fire():
+    check_pass([NormRecovery()], compiled_form("0.12"), None, sizes={"N": 3})
+
+
+@pytest.mark.parametrize("source", ["c-mode", "default-mode"])
+def test_layer_norm_from_compiled_functions_is_one_layer_norm(source):
+    from pytensor.compile.mode import Mode, get_default_mode
+
+    x = pt.tensor3("x", dtype="float32", shape=(None, None, 16))
+    g = pytensor.shared(np.linspace(0.5, 1.5, 16).astype("float32"), name="g")
+    b = pytensor.shared(np.linspace(-0.1, 0.1, 16).astype("float32"), name="b")
+    mode = Mode(linker="cvm", optimizer="fast_run") if source == "c-mode" else get_default_mode()
+    f = pytensor.function([x], layer_norm(x, g, b), mode=mode)
+    m = compile_to_onnx(f)
+    assert [n.op_type for n in m.model.graph.node] == ["LayerNormalization"]
+    value = np.random.default_rng(3).normal(size=(3, 5, 16)).astype("float32")
+    np.testing.assert_allclose(m.run(value)[0], f(value), rtol=0, atol=2e-6)
+
+
 @pytest.mark.parametrize("kw", [
     {"mean": "%var"},  # x minus something else
     {"square": "pow(%d, %eight)"},  # not a square
@@ -117,6 +152,19 @@ def test_rows_with_a_large_mean_keep_their_accuracy(offset):
     # a one-pass E[x^2] - mean^2 would lose about eps * mean^2 / var here (0.06 at 1000): onnxruntime does not
     _, err = compile_layer_norm(offset)
     assert err <= 2e-6, err
+
+
+def test_layer_norm_through_pytensors_var_with_symbolic_leading_dims_is_one_layer_norm():
+    # x.var and x.mean divide by cast(shape(x))[-1]: canonicalize moves the gather before the cast,
+    # so shape-folding makes the static last dim a constant and the rule sees the mean form
+    x = pt.tensor3("x", dtype="float32", shape=(None, None, 16))
+    g = pytensor.shared(np.linspace(0.5, 1.5, 16).astype("float32"), name="g")
+    y = (x - x.mean(-1, keepdims=True)) / pt.sqrt(x.var(-1, keepdims=True) + np.float32(1e-5)) * g
+    m = compile_to_onnx([x], outputs=[y])
+    assert [n.op_type for n in m.model.graph.node] == ["LayerNormalization"]
+    value = np.random.default_rng(2).normal(size=(3, 5, 16)).astype("float32")
+    want = pytensor.function([x], y, mode=REFERENCE_MODE)(value)
+    np.testing.assert_allclose(m.run(value)[0], want, rtol=0, atol=2e-6)
 
 
 def test_transformer_block_has_two_layer_norms_and_matches_pytensor():

@@ -1,6 +1,7 @@
 """``norm-recovery``: layer normalization spelled with means, a square, a
 square root and a division becomes ``layer_norm`` (ONNX
-LayerNormalization, opset 17+), which onnxruntime runs as one kernel.
+LayerNormalization, opset 17+), which onnxruntime runs as one kernel; RMS
+normalization becomes ``rms_norm`` (rules 4-5).
 
 ``x`` is ``(..., D)``; the means are over the last axis, each the pool
 rules' mean form (``passes.pool_recovery.sum_of``: a ``reduce_sum``, maybe
@@ -21,6 +22,12 @@ compiled functions write it; ``eps`` added on either side). Rules:
 2. layer-norm-scale: ``layer_norm(x, ones, b) * g`` with g of shape (D,)
    (or 1s then D) takes g as its scale; 3. layer-norm-bias:
    ``layer_norm(x, s, zeros) + b`` takes b as its bias.
+
+4. rms-norm: ``x / sqrt(mean(x^2) + eps)`` with D static (Zhang & Sennrich,
+   "Root Mean Square Layer Normalization", 2019) becomes ``rms_norm(x, ones)``,
+   emitted in the spelling onnxruntime fuses into its
+   SimplifiedLayerNormalization kernel; 5. rms-norm-scale:
+   ``rms_norm(x, ones) * g`` takes g as its scale.
 
 Semantics. onnxruntime's kernel sums each row in float32 in its own order
 where PyTensor sums float32 in float64: measured within 1e-6 absolute of
@@ -113,6 +120,41 @@ def layer_norm(rw: Rewriter, m: Match) -> Value | str:
     return rw.add("layer_norm", [x, ones, zeros], {"epsilon": float(eps[0])})
 
 
+def rms_norm(rw: Rewriter, m: Match) -> Value | str:
+    """x / sqrt(mean(x^2) + eps) -> rms_norm(x, 1) (rule 4)."""
+    x = m.d
+    source = mean_source(m.var)
+    if source is None or _square_of(source) is not x:
+        return "the divisor is not sqrt(mean(x^2) + eps) over the last axis of the dividend"
+    if x.dtype not in RECOVERED_DTYPES:
+        return f"rms_norm is not recovered for {x.dtype} (see RECOVERED_DTYPES)"
+    size = x.shape[-1]
+    if not isinstance(size, int):
+        return f"the normalized axis has no static size ({size})"
+    eps = np.asarray(m.eps.const).reshape(-1)
+    if eps.size != 1 or not eps[0] >= 0:
+        return f"epsilon {m.eps.const} is not one number >= 0"
+    if m.root.output.shape != x.shape:
+        return "the division broadcasts beyond x"
+    return rw.add("rms_norm", [x, rw.const(np.ones(size, x.dtype.numpy), "rms_scale")], {"epsilon": float(eps[0])})
+
+
+def rms_scale(rw: Rewriter, m: Match) -> Value | str:
+    """rms_norm(x, 1) * g -> rms_norm(x, g) (rule 5)."""
+    rms = m.rms
+    x, slot = rms.inputs
+    if m.root.output.shape != rms.output.shape or m.root.output.dtype != x.dtype:
+        return "the operand broadcasts beyond the normalized value"
+    if slot.const is None or not np.all(slot.const == 1):
+        return "the rms_norm already has its scale"
+    v = _row_vector(m.other, x.shape[-1])
+    if v is None:
+        return f"{m.other.type} is not a vector along the normalized axis"
+    if v.rank != 1:
+        v = rw.add("reshape", [v, rw.const(np.array([x.shape[-1]], np.int64), "shape")])
+    return rw.add("rms_norm", [x, v], dict(rms.attrs))
+
+
 def _row_vector(v: Value, size: int) -> Value | None:
     """``v`` as a (size,) operand broadcast over the last axis only, or None."""
     if v.shape[-1:] != (size,) or any(d != 1 for d in v.shape[:-1]):
@@ -160,6 +202,12 @@ RULES = RuleSet([
     # (x - mean) / sqrt(var + eps) -> layer_norm(x, 1, 0)
     Rule("layer-norm", Op("div", Var("d"), Op("sqrt", Op("add", Var("var"), Const("eps")))), layer_norm),
     Rule("layer-norm", Op("div", Var("d"), Op("sqrt", Op("add", Const("eps"), Var("var")))), layer_norm),
+    # x / sqrt(mean(x^2) + eps) -> rms_norm(x, 1)
+    Rule("rms-norm", Op("div", Var("d"), Op("sqrt", Op("add", Var("var"), Const("eps")))), rms_norm),
+    Rule("rms-norm", Op("div", Var("d"), Op("sqrt", Op("add", Const("eps"), Var("var")))), rms_norm),
+    # rms_norm * g, g * rms_norm -> rms_norm(x, g)
+    Rule("rms-norm-scale", Op("mul", Op("rms_norm", Var(), Var(), name="rms"), Var("other")), rms_scale),
+    Rule("rms-norm-scale", Op("mul", Var("other"), Op("rms_norm", Var(), Var(), name="rms")), rms_scale),
     # layer_norm * g, g * layer_norm -> layer_norm(x, g, 0)
     Rule("layer-norm-scale", Op("mul", _ln(), Var("other")), scale),
     Rule("layer-norm-scale", Op("mul", Var("other"), _ln()), scale),
@@ -173,7 +221,7 @@ NO_RULES = RuleSet([])
 @register_pass
 @dataclass(frozen=True)
 class NormRecovery(RuleSetPass):
-    """Recover layer normalization (see the module docstring).
+    """Recover layer and RMS normalization (see the module docstring).
 
     Attributes:
         numerics: ``"strict"`` recovers nothing (onnxruntime's

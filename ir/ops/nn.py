@@ -454,3 +454,32 @@ register(OpDef("layer_norm", _layer_norm_infer, _layer_norm_eval, 3, attrs={"eps
                doc="layer normalization over the last axis: (x - mean) / sqrt(var + eps) * scale + bias, "
                    "mean and biased variance over that axis (ONNX LayerNormalization, axis=-1, opset 17; "
                    "onnxruntime rounds differently); float16 computes in float32, rounded once"))
+
+
+# -- RMS normalization ----------------------------------------------------------
+def _rms_norm_infer(types, attrs, consts):
+    x, scale = types
+    same_dtype(types, "rms_norm")
+    check_dtype(x, "f", "rms_norm")
+    if x.rank < 1:
+        raise OpError(f"rms_norm: input must have an axis to normalize, got {x}")
+    if scale.rank != 1 or not dims_compatible(scale.shape[0], x.shape[-1]):
+        raise OpError(f"rms_norm: scale must be ({x.shape[-1]},), got {scale}")
+    return [x]
+
+
+@_half_in_f32
+def _rms_norm_formula(args, attrs):
+    x, scale = args
+    eps = np.asarray(attrs["epsilon"], dtype=x.dtype)
+    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True, dtype=x.dtype) + eps) * scale
+
+
+def _rms_norm_eval(args, attrs):
+    return [_rms_norm_formula(args, attrs)]
+
+
+register(OpDef("rms_norm", _rms_norm_infer, _rms_norm_eval, 2, attrs={"epsilon": Attr("float", 1e-5)},
+               doc="RMS normalization over the last axis: x / sqrt(mean(x^2) + eps) * scale (Zhang & Sennrich "
+                   "2019; ONNX RMSNormalization, opset 23; onnxruntime's SimplifiedLayerNormalization); "
+                   "float16 computes in float32, rounded once"))

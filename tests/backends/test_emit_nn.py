@@ -216,6 +216,8 @@ def misc_cases():
         rows = (RNG.normal(size=(2, 3, 16)) + 4).astype(dtype)
         yield NNCase("layer_norm", (rows, RNG.uniform(0.5, 2, 16).astype(dtype), RNG.normal(size=16).astype(dtype)),
                      {"epsilon": 1e-5}, ulps=16, x_eps=16)
+        yield NNCase("rms_norm", (rows - 4, RNG.uniform(0.5, 2, 16).astype(dtype)), {"epsilon": 1e-6}, ulps=16,
+                     x_eps=16)
     for dtype in (F16, F32, F64, I8, U8, I16, I32, I64, U64, BOOL):
         x = (RNG.random((2, 3, 2, 3)) < 0.5) if dtype == BOOL else integers((2, 3, 2, 3), dtype.numpy, 0, 100)
         yield NNCase("resize_nearest", (x,), {"scales": (1, 1, 2, 3)})
@@ -241,7 +243,7 @@ def misc_cases():
 CASES = [*activation_cases(), *conv_cases(), *convolve2d_cases(), *pad_cases(), *pool_cases(), *misc_cases()]
 NN_OPS = {"relu", "silu", "hard_swish", "leaky_relu", "hard_sigmoid", "gelu", "conv", "convolve2d", "pad",
           "max_pool", "avg_pool", "global_avg_pool", "global_max_pool", "batch_norm", "resize_nearest", "gemm",
-          "flatten", "layer_norm"}
+          "flatten", "layer_norm", "rms_norm"}
 
 
 def test_every_nn_op_has_cases():

@@ -21,7 +21,7 @@ from passes.norm_recovery import RULES, NormRecovery
 from passes.rewrite.driver import apply_rules
 from tests.helpers import REFERENCE_MODE
 from tests.nn.transformer_block import block, layer_norm, weights
-from tests.passes.helpers import check_pass
+from tests.passes.helpers import assert_close_numbers, check_pass
 
 PASSES = [NormRecovery(), DeadCodeElimination()]
 RTOL = 1e-5  # the interpreter's layer_norm sums in float32, the matched graph in float64
@@ -101,6 +101,61 @@ def test_layer_norm_from_compiled_functions_is_one_layer_norm(source):
     np.testing.assert_allclose(m.run(value)[0], f(value), rtol=0, atol=2e-6)
 
 
+RMS_NORM = """
+        graph @main(%x: f32[N,8], %g: f32[8]) {
+          const %eighth: f32[] = 0.125
+          const %two: f32[] = 2.0
+          const %eps: f32[] = 1e-06
+          %sq: f32[N,8] = pow(%SQUARED, %two)
+          %sw: f64[N,8] = cast(%sq) {to=f64}
+          %ss: f64[N] = reduce_sum(%sw) {axes=[1], keepdims=false}
+          %sn: f32[N] = cast(%ss) {to=f32}
+          %sk: f32[N,1] = unsqueeze(%sn) {axes=[1]}
+          %ms: f32[N,1] = mul(%sk, %eighth)
+          %ve: f32[N,1] = add(%eps, %ms)
+          %sd: f32[N,1] = sqrt(%ve)
+          %y: f32[N,8] = div(%x, %sd)
+          %ys: f32[N,8] = mul(%g, %y)
+          return %ys
+        }"""
+
+
+def test_rms_norm_with_scale_is_one_rms_norm():
+    check_pass(PASSES, RMS_NORM.replace("%SQUARED", "%x"), """
+        graph @main(%x: f32[N,8], %g: f32[8]) {
+          %ys: f32[N,8] = rms_norm(%x, %g) {epsilon=9.999999974752427e-07}
+          return %ys
+        }""", rtol=RTOL)
+
+
+def test_rms_of_another_value_does_not_fire():
+    before = RMS_NORM.replace("%x: f32[N,8], %g", "%x: f32[N,8], %z: f32[N,8], %g").replace("%SQUARED", "%z")
+    check_pass([NormRecovery()], before, None, sizes={"N": 3})
+    check_pass([NormRecovery(numerics="strict")], RMS_NORM.replace("%SQUARED", "%x"), None, sizes={"N": 3})
+
+
+@pytest.mark.parametrize("source", ["raw", "c-mode"])
+def test_rms_norm_is_what_onnxruntime_fuses_and_matches_pytensor(source, tmp_path):
+    import onnx
+    import onnxruntime as ort
+    from pytensor.compile.mode import Mode
+
+    x = pt.tensor3("x", dtype="float32", shape=(None, None, 32))
+    g = pytensor.shared(np.linspace(0.5, 1.5, 32).astype("float32"), name="g")
+    y = x / pt.sqrt(pt.mean(x ** 2, axis=-1, keepdims=True) + np.float32(1e-6)) * g
+    m = compile_to_onnx([x], outputs=[y]) if source == "raw" else compile_to_onnx(
+        pytensor.function([x], y, mode=Mode(linker="cvm", optimizer="fast_run")))
+    assert [n.op_type for n in m.model.graph.node] == ["Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul"]
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(m.model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    assert [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node] == [
+        "SimplifiedLayerNormalization"]
+    value = np.random.default_rng(4).normal(size=(2, 3, 32)).astype("float32")
+    want = pytensor.function([x], y, mode=REFERENCE_MODE)(value)
+    np.testing.assert_allclose(m.run(value)[0], want, rtol=0, atol=2e-6)
+
+
 @pytest.mark.parametrize("kw", [
     {"mean": "%var"},  # x minus something else
     {"square": "pow(%d, %eight)"},  # not a square
@@ -110,6 +165,12 @@ def test_forms_that_are_not_a_layer_norm_do_not_fire(kw):
     before = layer_norm_ir(**kw)
     if "mean" in kw:  # %var is defined after %d: reorder into a valid graph with the same meaning
         before = before.replace("%d: f32[N,8] = sub(%x, %var)", "%d: f32[N,8] = sub(%x, %xk)")
+        # d / sqrt(mean(d^2) + eps) with d = x - sum(x) is no layer norm, but it is an RMS norm of d (rule 4)
+        graph = parse_graph(textwrap.dedent(before))
+        assert NormRecovery().run(graph)
+        assert [n.op for n in graph].count("rms_norm") == 1 and "layer_norm" not in [n.op for n in graph]
+        assert_close_numbers(parse_graph(textwrap.dedent(before)), graph, rtol=RTOL, sizes={"N": 3})
+        return
     check_pass([NormRecovery()], before, None, sizes={"N": 3})
 
 

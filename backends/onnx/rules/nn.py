@@ -695,3 +695,20 @@ def layer_norm(ctx, node, x, scale, bias):
     compute = float_compute(dtype)
     args = [_via(ctx, v, dtype, compute) for v in (x, scale, bias)]
     return _via(ctx, ctx.op("LayerNormalization", *args, axis=-1, epsilon=node.attrs["epsilon"]), compute, dtype)
+
+
+@emits("rms_norm")
+def rms_norm(ctx, node, x, scale):
+    """``x / Sqrt(ReduceMean(Pow(x, 2)) + eps) * scale`` over the last axis:
+    opset 18 has no RMSNormalization (opset 23), and this is the spelling
+    onnxruntime's optimizer fuses into one SimplifiedLayerNormalization
+    kernel (float32 and float16; checked in ``tests/passes/test_norm_recovery.py``),
+    which sums each row in float32 in its own order: results differ from the
+    IR's formula by rounding. float16 runs in float32 between Casts."""
+    dtype = node.inputs[0].dtype
+    compute = float_compute(dtype)
+    xc, sc = (_via(ctx, v, dtype, compute) for v in (x, scale))
+    mean = ctx.op("ReduceMean", ctx.op("Pow", xc, ctx.const(2.0, compute)), _i64(ctx, [node.inputs[0].rank - 1]),
+                  keepdims=1)
+    rms = ctx.op("Sqrt", ctx.op("Add", mean, ctx.const(node.attrs["epsilon"], compute)))
+    return _via(ctx, ctx.op("Mul", ctx.op("Div", xc, rms), sc), compute, dtype)

@@ -1,0 +1,170 @@
+"""Smaller models to ship (``compiler.core.deploy`` through ``CompiledModel``):
+the digits CNN in float16 and int8 (dynamic, static QDQ) with their accuracy
+reports checked against a recomputation, float16 through a Loop body and a
+model-local function, calibration data in each accepted form, ``slim``, and
+the ``.ort`` format loaded back in onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from scipy.special import gammaln as reference
+
+from compiler.core import deploy
+from compiler.core.driver import compile_to_onnx
+from compiler.tools.demo import inference_graph, load_digits_split, train
+
+SEED, EPOCHS = 1, 3  # test accuracy 0.978 in float32 (seed 0's 3-epoch model: README "Shipping a model")
+
+
+@pytest.fixture(scope="module")
+def cnn():
+    data = load_digits_split(SEED)
+    trained = train(data, epochs=EPOCHS, seed=SEED, log=None)
+    inputs, outputs = inference_graph(trained.params)
+    return compile_to_onnx(inputs, outputs=outputs), data
+
+
+def _session(model: onnx.ModelProto):
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def _check_report(report, original, converted, x):
+    """The report's numbers, recomputed here from both models' outputs."""
+    (r,) = _session(original.model).run(None, {"x": x})
+    (y,) = _session(converted.model).run(None, {"x": x})
+    err = np.abs(y.astype(np.float64) - r)
+    rel = err / np.maximum(np.abs(r.astype(np.float64)), report.rel_floor)
+    assert report.n_feeds == 1 and report.n_values == r.size
+    np.testing.assert_allclose([report.max_abs_error, report.mean_abs_error, report.max_rel_error,
+                                report.mean_rel_error], [err.max(), err.mean(), rel.max(), rel.mean()], rtol=1e-12)
+    assert report.argmax_agreement == np.mean(y.argmax(-1) == r.argmax(-1))
+    assert report.size_bytes == len(converted.model.SerializeToString())
+    assert report.original_size_bytes == len(original.model.SerializeToString())
+    assert report.size_ratio == report.original_size_bytes / report.size_bytes
+    assert report.max_abs_error > 0  # the conversion changed the numbers: the comparison saw them
+
+
+def _accuracy(model, data) -> float:
+    return float(np.mean(model.run(data.x_test)[0].argmax(-1) == data.y_test))
+
+
+def test_int8_static_keeps_accuracy_within_one_point_and_is_over_2_5x_smaller(cnn):
+    model, data = cnn
+    batches = ({"x": data.x_train[i:i + 64]} for i in range(0, len(data.x_train), 64))  # a generator, read once
+    small, report = model.quantize_static(batches, inputs=[data.x_test])
+    assert report.conversion == "int8-static"
+    assert _accuracy(small, data) >= _accuracy(model, data) - 0.01
+    assert report.size_ratio >= 2.5, report
+    ops = [n.op_type for n in small.model.graph.node]
+    assert ops.count("QuantizeLinear") >= 4 and ops[-1] == "Softmax"  # the output stays float
+    weights = {i.name: i for i in small.model.graph.initializer}
+    assert weights["W2_quantized"].data_type == onnx.TensorProto.INT8
+    scale = onnx.numpy_helper.to_array(weights["W2_scale"])
+    assert scale.shape == (32,) and len(set(scale.tolist())) > 1  # per output channel
+    assert [i.type.tensor_type.elem_type for i in small.model.graph.input] == [onnx.TensorProto.FLOAT]
+    _check_report(report, model, small, data.x_test)
+
+
+def test_float16_agrees_on_the_arg_max_of_99_percent_and_keeps_float32_io(cnn):
+    model, data = cnn
+    half, report = model.to_float16({"x": data.x_test})
+    assert report.argmax_agreement >= 0.99 and abs(_accuracy(half, data) - _accuracy(model, data)) <= 0.01
+    assert {i.data_type for i in half.model.graph.initializer} == {onnx.TensorProto.FLOAT16}
+    io = [*half.model.graph.input, *half.model.graph.output]
+    assert [v.type.tensor_type.elem_type for v in io] == [onnx.TensorProto.FLOAT] * 2
+    assert half.run(data.x_test)[0].dtype == np.float32
+    assert report.max_abs_error < 5e-3 and 1.8 < report.size_ratio < 2.2  # float16 rounding; half the weight bytes
+    _check_report(report, model, half, data.x_test)
+
+
+def test_int8_dynamic_quantizes_the_weights(cnn):
+    model, data = cnn
+    small, report = model.quantize_dynamic(data.x_test)
+    assert "W3_quantized" in {i.name for i in small.model.graph.initializer}
+    assert report.size_ratio >= 2.5 and _accuracy(small, data) >= _accuracy(model, data) - 0.01
+    _check_report(report, model, small, data.x_test)
+
+
+def test_the_original_model_is_untouched(cnn):
+    model, data = cnn
+    before = model.model.SerializeToString()
+    model.quantize_dynamic(data.x_test[:8])
+    assert model.model.SerializeToString() == before and model.run(data.x_test[:2])[0].dtype == np.float32
+
+
+def test_ort_format_loads_with_the_same_outputs(cnn, tmp_path):
+    model, data = cnn
+    path = model.save_ort(tmp_path / "digits.ort")
+    assert path.read_bytes()[4:8] == b"ORTM"  # the flatbuffer file identifier
+    (y,) = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": data.x_test})
+    np.testing.assert_allclose(y, model.run(data.x_test)[0], rtol=0, atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:Scan return signature")  # PyTensor 3's notice; 2.38 has no other form
+@pytest.mark.filterwarnings("ignore:the model holds 1 slow form")  # the Loop is what this test wants
+def test_float16_through_a_loop_body_and_a_model_local_function():
+    x = pt.vector("x", dtype="float32")
+    ys, _ = pytensor.scan(lambda xi, acc: acc * np.float32(0.5) + pt.tanh(xi), sequences=[x],
+                          outputs_info=[pt.constant(np.float32(0))])
+    v = np.linspace(0.5, 3, 7).astype(np.float32)
+    loop = compile_to_onnx([x], outputs=[ys[-1]])
+    half, report = loop.to_float16([v])
+    body = next(a.g for n in half.model.graph.node if n.op_type == "Loop" for a in n.attribute if a.name == "body")
+    assert onnx.TensorProto.FLOAT16 in {v.type.tensor_type.elem_type for v in body.output}
+    assert 0 < report.max_abs_error < 2e-3 and report.argmax_agreement is None
+
+    func = compile_to_onnx([x], outputs=[pt.gammaln(x) * np.float32(2)])
+    assert [f.name for f in func.model.functions] == ["GammaLn"]
+    half, report = func.to_float16(v)
+    gammaln = next(n for n in half.model.graph.node if n.op_type == "GammaLn")
+    consumers = [n.op_type for n in half.model.graph.node if gammaln.output[0] in n.input]
+    assert consumers == ["Cast"]  # float32 out of the call (the converter does not see function bodies)
+    assert half.model.functions[0] == deploy.slim(func.model).functions[0]  # the body stays float32
+    np.testing.assert_allclose(half.run(v)[0], 2 * reference(v.astype(np.float64)), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("given", ["array", "list", "dict", "dicts"])
+def test_calibration_and_inputs_in_each_form_give_the_same_model(given):
+    x = pt.matrix("x", dtype="float32")
+    w = np.random.default_rng(0).normal(size=(16, 8)).astype(np.float32)
+    model = compile_to_onnx([x], outputs=[pt.tanh(x @ w)])
+    data = np.random.default_rng(1).normal(size=(32, 16)).astype(np.float32)
+    forms = {"array": data, "list": [data], "dict": {"x": data}, "dicts": iter([{"x": data}])}
+    reference, _ = model.quantize_static({"x": data})
+    small, report = model.quantize_static(forms[given])
+    assert small.model.SerializeToString() == reference.model.SerializeToString()
+    assert report.n_feeds == 1 and report.n_values == 32 * 8
+
+
+def test_bad_inputs_get_clear_errors():
+    x = pt.matrix("x", dtype="float32")
+    model = compile_to_onnx([x], outputs=[pt.tanh(x)])
+    with pytest.raises(ValueError, match="no inputs given"):
+        model.to_float16(None)
+    with pytest.raises(ValueError, match=r"unknown input\(s\) y; missing input\(s\) x"):
+        model.to_float16({"y": np.ones((2, 2), np.float32)})
+    with pytest.raises(ValueError, match="2 arrays for the 1 inputs"):
+        model.quantize_dynamic([np.ones((2, 2), np.float32)] * 2)
+    with pytest.raises(ValueError, match="an empty iterable"):
+        model.quantize_static(iter([]))
+    with pytest.raises(ValueError, match="unknown conversion 'int4'"):
+        deploy.convert(model.model, "int4")
+
+
+def test_slim_drops_provenance_value_info_and_zero_zero_points(cnn):
+    model, data = cnn
+    assert any(n.doc_string for n in model.model.graph.node)  # provenance is there to drop
+    raw = deploy.quantize_int8(model.model, [{"x": data.x_train[:64]}])
+    slimmed = deploy.slim(raw)
+    assert not any(n.doc_string or n.metadata_props for n in slimmed.graph.node) and not slimmed.graph.value_info
+    zero_points = [n.input[2] for n in raw.graph.node if n.op_type == "DequantizeLinear" and len(n.input) == 3]
+    assert "W2_zero_point" in zero_points and "W2_zero_point" not in {i.name for i in slimmed.graph.initializer}
+    assert slimmed.ByteSize() < raw.ByteSize()
+    (a,) = _session(raw).run(None, {"x": data.x_test})
+    (b,) = _session(slimmed).run(None, {"x": data.x_test})
+    np.testing.assert_array_equal(a, b)

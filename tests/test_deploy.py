@@ -11,6 +11,7 @@ import onnx
 import onnxruntime as ort
 import pytensor
 import pytensor.tensor as pt
+from pytensor.tensor.special import softmax
 import pytest
 from scipy.special import gammaln as reference
 
@@ -168,3 +169,53 @@ def test_slim_drops_provenance_value_info_and_zero_zero_points(cnn):
     (a,) = _session(raw).run(None, {"x": data.x_test})
     (b,) = _session(slimmed).run(None, {"x": data.x_test})
     np.testing.assert_array_equal(a, b)
+
+
+@pytest.fixture()
+def saved_mlp(tmp_path):
+    """A small saved classifier (float32 (batch, 16) -> softmax (batch, 8)) and
+    an .npz of inputs named after its input."""
+    x = pt.matrix("x", dtype="float32")
+    w = np.random.default_rng(0).normal(size=(16, 8)).astype(np.float32)
+    model = compile_to_onnx([x], outputs=[softmax(x @ w, axis=-1)])
+    model.save(tmp_path / "m.onnx")
+    data = np.random.default_rng(1).normal(size=(64, 16)).astype(np.float32)
+    np.savez(tmp_path / "data.npz", x=data)
+    np.savez(tmp_path / "positional.npz", data)
+    return model, data, tmp_path
+
+
+@pytest.mark.parametrize("argv, conversion", [
+    (["quantize", "m.onnx", "-o", "out.onnx", "--inputs", "data.npz"], "int8-dynamic"),
+    (["quantize", "m.onnx", "-o", "out.onnx", "--mode", "static", "--calibration", "positional.npz"], "int8-static"),
+    (["convert", "m.onnx", "-o", "out.onnx", "--to", "float16", "--inputs", "data.npz"], "float16"),
+])
+def test_cli_converts_a_saved_model_and_prints_its_report(argv, conversion, saved_mlp, capsys, monkeypatch):
+    from compiler.tools.cli import main
+
+    model, data, tmp = saved_mlp
+    monkeypatch.chdir(tmp)
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    converted = onnx.load(tmp / "out.onnx")
+    report = deploy.compare(model.model, converted, [{"x": data}], conversion)
+    assert out == f"wrote out.onnx\n{report}\n"
+    assert f"{conversion}: {converted.ByteSize():,} bytes" in out and "arg-max agreement" in out
+
+
+def test_cli_writes_ort_and_refuses_bad_input_in_one_line(saved_mlp, capsys, monkeypatch):
+    from compiler.tools.cli import main
+
+    model, data, tmp = saved_mlp
+    monkeypatch.chdir(tmp)
+    assert main(["convert", "m.onnx", "-o", "m.ort", "--to", "ort"]) == 0
+    assert capsys.readouterr().out == "wrote m.ort\n"
+    (y,) = ort.InferenceSession("m.ort", providers=["CPUExecutionProvider"]).run(None, {"x": data})
+    np.testing.assert_allclose(y, model.run(data)[0], rtol=0, atol=1e-6)
+    assert main(["quantize", "m.onnx", "-o", "q.onnx", "--mode", "static"]) == 1
+    assert capsys.readouterr().err == ("pytensor-onnx quantize: ValueError: --mode static needs --calibration "
+                                       "DATA.npz\n")
+    np.savez(tmp / "bad.npz", y=data)
+    assert main(["quantize", "m.onnx", "-o", "q.onnx", "--inputs", "bad.npz"]) == 1
+    assert capsys.readouterr().err == ("pytensor-onnx quantize: ValueError: bad.npz holds y; the model's inputs are x "
+                                       "(name them so, or save them as arr_0, arr_1, ... in order)\n")

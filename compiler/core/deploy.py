@@ -392,3 +392,58 @@ def save_ort(model: onnx.ModelProto | str | Path, path: str | Path) -> Path:
             raise RuntimeError(f"onnxruntime wrote no .ort file: {log.getvalue().strip()[-500:]}")
         path.write_bytes(written[0].read_bytes())
     return path
+
+
+def load_inputs(path: str | Path, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """One input set from a NumPy ``.npz`` file: arrays named after the
+    model's inputs (``np.savez(path, x=...)``), or ``arr_0``, ``arr_1``, ...
+    in input order (``np.savez(path, a, b)``).
+
+    Raises:
+        ValueError: the file's names are neither (both lists named).
+    """
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    positional = [f"arr_{i}" for i in range(len(names))]
+    if sorted(arrays) == sorted(positional):
+        return {n: arrays[p] for n, p in zip(names, positional)}
+    if sorted(arrays) != sorted(names):
+        raise ValueError(f"{path} holds {', '.join(sorted(arrays)) or 'no arrays'}; the model's inputs are "
+                         f"{', '.join(names)} (name them so, or save them as arr_0, arr_1, ... in order)")
+    return arrays
+
+
+def convert_file(source: str | Path, target: str | Path, conversion: str, *, calibration: str | Path | None = None,
+                 inputs: str | Path | None = None, **options) -> AccuracyReport | None:
+    """``pytensor-onnx quantize``/``convert``: read the model at ``source``,
+    write it converted to ``target``.
+
+    Args:
+        source: an ``.onnx`` file.
+        target: the file to write.
+        conversion: one of ``CONVERSIONS`` (``convert``'s ``options``), or
+            ``"ort"`` (``save_ort``).
+        calibration: an ``.npz`` file of calibration inputs (``load_inputs``;
+            required by ``"int8-static"``).
+        inputs: an ``.npz`` file of inputs to measure the accuracy on
+            (default: ``calibration``).
+
+    Returns:
+        The ``AccuracyReport`` on ``inputs`` (or the calibration inputs), or
+        None when there are none, or for ``"ort"`` (a format change, the same
+        model).
+
+    Raises:
+        FileNotFoundError: ``source`` is missing.
+        ValueError: as ``convert`` and ``load_inputs``.
+    """
+    model = onnx.load(source)
+    if conversion == "ort":
+        save_ort(model, target)
+        return None
+    names = input_names(model)
+    calib = None if calibration is None else [load_inputs(calibration, names)]
+    converted = convert(model, conversion, calib, **options)
+    onnx.save(converted, target)
+    feeds = [load_inputs(inputs, names)] if inputs is not None else calib
+    return None if feeds is None else compare(model, converted, feeds, conversion)

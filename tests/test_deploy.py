@@ -157,18 +157,50 @@ def test_bad_inputs_get_clear_errors():
         deploy.convert(model.model, "int4")
 
 
-def test_slim_drops_provenance_value_info_and_zero_zero_points(cnn):
+def test_a_gemm_with_a_scalar_bias_quantizes():
+    """onnxruntime's quantizer fails on a Gemm whose bias is a scalar (``x @ W
+    + 0.5``); the bias is repeated per column first."""
+    x = pt.matrix("x", dtype="float32")
+    w = np.random.default_rng(0).normal(size=(16, 8)).astype(np.float32)
+    model = compile_to_onnx([x], outputs=[x @ w + np.float32(0.5)])
+    gemm = next(n for n in model.model.graph.node if n.op_type == "Gemm")
+    bias = {i.name: i for i in model.model.graph.initializer}[gemm.input[2]]
+    assert list(bias.dims) in ([], [1])
+    data = np.random.default_rng(1).normal(size=(32, 16)).astype(np.float32)
+    for small, report in (model.quantize_static(data), model.quantize_dynamic(data)):
+        assert report.max_abs_error < 0.1 * np.abs(model.run(data)[0]).max()
+        assert "QuantizeLinear" in {n.op_type for n in small.model.graph.node} or \
+            "DynamicQuantizeLinear" in {n.op_type for n in small.model.graph.node}
+
+
+def test_slim_drops_provenance_and_value_info_and_keeps_what_onnxruntime_fuses(cnn):
     model, data = cnn
     assert any(n.doc_string for n in model.model.graph.node)  # provenance is there to drop
     raw = deploy.quantize_int8(model.model, [{"x": data.x_train[:64]}])
     slimmed = deploy.slim(raw)
     assert not any(n.doc_string or n.metadata_props for n in slimmed.graph.node) and not slimmed.graph.value_info
-    zero_points = [n.input[2] for n in raw.graph.node if n.op_type == "DequantizeLinear" and len(n.input) == 3]
-    assert "W2_zero_point" in zero_points and "W2_zero_point" not in {i.name for i in slimmed.graph.initializer}
-    assert slimmed.ByteSize() < raw.ByteSize()
+    assert raw.graph.value_info and slimmed.ByteSize() < raw.ByteSize()
+    assert [list(n.input) for n in slimmed.graph.node] == [list(n.input) for n in raw.graph.node]
     (a,) = _session(raw).run(None, {"x": data.x_test})
     (b,) = _session(slimmed).run(None, {"x": data.x_test})
     np.testing.assert_array_equal(a, b)
+
+
+def test_onnxruntime_fuses_the_static_int8_gemms_into_qgemm(tmp_path):
+    """The quantized Gemms run as int8 kernels: onnxruntime's optimized
+    graph has ``QGemm`` and no float ``Gemm`` left."""
+    x = pt.matrix("x", dtype="float32")
+    rng = np.random.default_rng(0)
+    w1, b1, w2, b2 = (rng.normal(size=s).astype(np.float32) for s in [(16, 32), (32,), (32, 4), (4,)])
+    model = compile_to_onnx([x], outputs=[softmax(pt.maximum(x @ w1 + b1, 0) @ w2 + b2, axis=-1)])
+    assert [n.op_type for n in model.model.graph.node].count("Gemm") == 2
+    small, _ = model.quantize_static(rng.normal(size=(64, 16)).astype(np.float32))
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    options.log_severity_level = 3
+    ort.InferenceSession(small.model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    ops = [n.op_type for n in onnx.load(tmp_path / "optimized.onnx").graph.node]
+    assert ops.count("QGemm") == 2 and "Gemm" not in ops, ops
 
 
 @pytest.fixture()

@@ -245,19 +245,21 @@ class CompiledModel:
         return self._deployed("float16", inputs, None, slim, op_block_list=op_block_list)
 
     def quantize_dynamic(self, inputs, *, per_channel: bool = False, op_types: Sequence[str] | None = None,
-                         slim: bool = True) -> tuple[CompiledModel, deploy.AccuracyReport]:
+                         reduce_range: bool = True, slim: bool = True) -> tuple[CompiledModel, deploy.AccuracyReport]:
         """This model with int8 weights, activations quantized at run time
         (``onnxruntime.quantization.quantize_dynamic``; ``per_channel``
-        scales, ``op_types`` to quantize, None: all it can). ``inputs``,
+        scales, ``op_types`` to quantize, None: all it can; 7-bit weights
+        unless ``reduce_range=False``, see ``deploy.quantize_int8``). ``inputs``,
         ``slim``, the result and the errors are ``to_float16``'s."""
         return self._deployed("int8-dynamic", inputs, None, slim, per_channel=per_channel,
-                              op_types=op_types)
+                              op_types=op_types, reduce_range=reduce_range)
 
     def quantize_static(self, calibration, inputs=None, *, per_channel: bool = True,
-                        op_types: Sequence[str] | None = None,
+                        op_types: Sequence[str] | None = None, reduce_range: bool = True,
                         slim: bool = True) -> tuple[CompiledModel, deploy.AccuracyReport]:
         """This model quantized to int8 in the QDQ format: int8 weights (one
-        scale per output channel unless ``per_channel=False``), uint8
+        scale per output channel unless ``per_channel=False``; 7 bits used
+        unless ``reduce_range=False``), uint8
         activations whose ranges come from running ``calibration``
         (``onnxruntime.quantization.quantize_static``, MinMax).
 
@@ -267,12 +269,15 @@ class CompiledModel:
                 input dicts (e.g. minibatches).
             inputs: what to measure the accuracy on (None: ``calibration``).
             op_types: the op types to quantize (None: all onnxruntime can).
+            reduce_range: 7-bit weights (the default: onnxruntime's kernels
+                saturate with 8-bit ones on x86 CPUs without VNNI;
+                ``deploy.quantize_int8``); False for VNNI and ARM targets.
             slim: as ``to_float16``.
 
         Returns and Raises: as ``to_float16``.
         """
         return self._deployed("int8-static", inputs, calibration, slim, per_channel=per_channel,
-                              op_types=op_types)
+                              op_types=op_types, reduce_range=reduce_range)
 
     def save_ort(self, path: str | os.PathLike) -> Path:
         """Write this model in onnxruntime's ``.ort`` format (mobile and

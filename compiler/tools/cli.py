@@ -184,7 +184,7 @@ def _cmd_quantize(args: argparse.Namespace) -> int:
     if args.mode == "static" and not args.calibration:
         raise ValueError("--mode static needs --calibration DATA.npz")
     per_channel = {"auto": None, "yes": True, "no": False}[args.per_channel]
-    return _ship(args, f"int8-{args.mode}", per_channel=per_channel)
+    return _ship(args, f"int8-{args.mode}", per_channel=per_channel, reduce_range=not args.full_range)
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
@@ -285,6 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                                   "--inputs, which default to them)")
     quant.add_argument("--per-channel", choices=["auto", "yes", "no"], default="auto",
                        help="one weight scale per output channel (auto: yes for static, no for dynamic)")
+    quant.add_argument("--full-range", action="store_true",
+                       help="8-bit weights (default: 7 bits, which onnxruntime's x86 kernels need on CPUs without "
+                            "VNNI to not saturate; use this for VNNI or ARM targets)")
     quant.add_argument("--inputs", metavar="DATA.npz", help=inputs_help)
     quant.set_defaults(func=_cmd_quantize)
 

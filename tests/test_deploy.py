@@ -157,6 +157,16 @@ def test_bad_inputs_get_clear_errors():
         deploy.convert(model.model, "int4")
 
 
+def test_float16_clamps_only_outside_its_range_and_says_so():
+    x = pt.vector("x", dtype="float32")
+    c = np.array([3e4, 1e-7, 1e5, 1e-9], np.float32)  # two within float16's range, two outside
+    model = compile_to_onnx([x], outputs=[x * c])
+    with pytest.warns(UserWarning, match=r"float16: 2 float32 constant value\(s\) outside"):
+        half, _ = model.to_float16(np.ones(4, np.float32))
+    np.testing.assert_allclose(half.run(np.ones(4, np.float32))[0],
+                               np.array([3e4, 1e-7, 65504, 2 ** -24], np.float16).astype(np.float32), rtol=0)
+
+
 def test_a_gemm_with_a_scalar_bias_quantizes():
     """onnxruntime's quantizer fails on a Gemm whose bias is a scalar (``x @ W
     + 0.5``); the bias is repeated per column first."""

@@ -26,6 +26,7 @@ same inputs and returns an ``AccuracyReport``. All functions take and return
 from __future__ import annotations
 
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -177,7 +178,9 @@ def to_float16(model: onnx.ModelProto, *, op_block_list: Sequence[str] = (),
                keep_io_types: bool = True) -> onnx.ModelProto:
     """``model`` with its float32 weights and computations in float16
     (onnxconverter-common's ``convert_float_to_float16``, Loop/If bodies
-    included).
+    included). Constants outside float16's range are clamped to its smallest
+    subnormal (~6e-8) or largest finite value (65504), not to the
+    converter's defaults (1e-7, 1e4); one ``UserWarning`` counts them.
 
     Args:
         model: a model whose float tensors are float32 (float64 ones are left
@@ -202,7 +205,16 @@ def to_float16(model: onnx.ModelProto, *, op_block_list: Sequence[str] = (),
 
     functions = [f.name for f in model.functions]
     blocked = [*float16.DEFAULT_OP_BLOCK_LIST, *FLOAT32_OPS, *functions, *op_block_list]
-    return float16.convert_float_to_float16(model, keep_io_types=keep_io_types, op_block_list=blocked)
+    with warnings.catch_warnings(record=True) as clamped:
+        warnings.simplefilter("always")
+        out = float16.convert_float_to_float16(
+            model, keep_io_types=keep_io_types, op_block_list=blocked,
+            min_positive_val=float(np.finfo(np.float16).smallest_subnormal), max_finite_val=float(np.finfo(np.float16).max))
+    clamped = [str(w.message) for w in clamped if "will be truncated" in str(w.message)]
+    if clamped:
+        warnings.warn(f"float16: {len(clamped)} float32 constant value(s) outside float16's range were clamped to "
+                      f"its smallest subnormal or largest finite value (first: {clamped[0]})", stacklevel=2)
+    return out
 
 
 class _Reader:

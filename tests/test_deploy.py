@@ -19,7 +19,7 @@ from compiler.core import deploy
 from compiler.core.driver import compile_to_onnx
 from compiler.tools.demo import inference_graph, load_digits_split, train
 
-SEED, EPOCHS = 1, 3  # test accuracy 0.978 in float32 (seed 0's 3-epoch model: README "Shipping a model")
+SEED, EPOCHS = 0, 3  # test_demo's model: test accuracy 0.956 in float32, 0.950 in int8 static
 
 
 @pytest.fixture(scope="module")

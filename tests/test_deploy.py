@@ -261,3 +261,37 @@ def test_cli_writes_ort_and_refuses_bad_input_in_one_line(saved_mlp, capsys, mon
     assert main(["quantize", "m.onnx", "-o", "q.onnx", "--inputs", "bad.npz"]) == 1
     assert capsys.readouterr().err == ("pytensor-onnx quantize: ValueError: bad.npz holds y; the model's inputs are x "
                                        "(name them so, or save them as arr_0, arr_1, ... in order)\n")
+
+
+def _scaled(c: float) -> onnx.ModelProto:
+    """ONNX model ``x -> (x * c, argmax(x * c, axis=1))`` for float32 (n, 3) ``x``."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "c"], ["y"]), helper.make_node("ArgMax", ["y"], ["k"], axis=1, keepdims=0)],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 3]),
+         helper.make_tensor_value_info("k", TensorProto.INT64, ["n"])],
+        [helper.make_tensor("c", TensorProto.FLOAT, [], [c])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+
+
+def test_compare_covers_every_output_and_treats_equal_non_finite_values_as_exact():
+    x = np.array([[1, -2, 3], [0.5, 2, 0], [4, 3.9, -1]], np.float32)
+    feeds = deploy.input_feeds([{"x": x}, {"x": x[:1]}], ["x"])
+    report = deploy.compare(_scaled(1.0), _scaled(1.5), feeds, "float16")
+    r = np.concatenate([x, x[:1]]).astype(np.float64)
+    y_err = np.abs((r.astype(np.float32) * np.float32(1.5)).astype(np.float64) - r).ravel()  # k: the same int64
+    err = np.concatenate([y_err[:9], np.zeros(3), y_err[9:], np.zeros(1)])
+    rel = err / np.maximum(np.abs(np.concatenate([r[:3].ravel(), r.argmax(1)[:3], r[3:].ravel(), [2]])), 1e-6)
+    assert report.n_feeds == 2 and report.n_values == 12 + 4  # y and the int64 arg-max, both compared
+    np.testing.assert_allclose([report.max_abs_error, report.mean_abs_error, report.max_rel_error,
+                                report.mean_rel_error], [err.max(), err.mean(), rel.max(), rel.mean()], rtol=1e-12)
+    assert report.argmax_agreement == 1.0
+
+    z = np.array([[1, -2, 3], [0.5, np.nan, np.inf], [4, 3.9, -1]], np.float32)
+    same = deploy.compare(_scaled(1.0), _scaled(1.0), [{"x": z}], "float16")
+    assert (same.max_abs_error, same.max_rel_error, same.argmax_agreement) == (0.0, 0.0, 1.0)  # NaN, inf match
+    flipped = deploy.compare(_scaled(1.0), _scaled(-1.0), [{"x": z}], "float16")
+    assert flipped.max_abs_error == np.inf  # inf against -inf
+    assert flipped.argmax_agreement == np.mean(np.argmax(-z, 1) == np.argmax(z, 1))  # NumPy's: a NaN wins

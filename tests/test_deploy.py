@@ -157,6 +157,21 @@ def test_bad_inputs_get_clear_errors():
         deploy.convert(model.model, "int4")
 
 
+def test_float16_keeps_the_float64_accumulation_of_a_sum_past_float16s_range():
+    """Our float32 sums accumulate in float64 (Cast, ReduceSum, Cast back):
+    in the float16 model the Cast back targets float16, the sum itself
+    (9e5 here, float16's largest is 65504) never is float16."""
+    x = pt.vector("x", dtype="float32")
+    model = compile_to_onnx([x], outputs=[pt.sum(x * x) / np.float32(1000)])
+    assert [n.op_type for n in model.model.graph.node] == ["Mul", "Cast", "ReduceSum", "Cast", "Div"]
+    v = np.full(1000, 30, np.float32)
+    half, report = model.to_float16(v)
+    assert half.run(v)[0] == np.float32(900) and report.max_abs_error == 0
+    casts = [next(a.i for a in n.attribute if a.name == "to") for n in half.model.graph.node if n.op_type == "Cast"]
+    assert casts == [onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16,
+                     onnx.TensorProto.FLOAT]
+
+
 def test_float16_clamps_only_outside_its_range_and_says_so():
     x = pt.vector("x", dtype="float32")
     c = np.array([3e4, 1e-7, 1e5, 1e-9], np.float32)  # two within float16's range, two outside

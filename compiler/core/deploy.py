@@ -210,11 +210,31 @@ def to_float16(model: onnx.ModelProto, *, op_block_list: Sequence[str] = (),
         out = float16.convert_float_to_float16(
             model, keep_io_types=keep_io_types, op_block_list=blocked,
             min_positive_val=float(np.finfo(np.float16).smallest_subnormal), max_finite_val=float(np.finfo(np.float16).max))
+    _retarget_float_casts(out.graph)
     clamped = [str(w.message) for w in clamped if "will be truncated" in str(w.message)]
     if clamped:
         warnings.warn(f"float16: {len(clamped)} float32 constant value(s) outside float16's range were clamped to "
                       f"its smallest subnormal or largest finite value (first: {clamped[0]})", stacklevel=2)
     return out
+
+
+def _retarget_float_casts(graph: onnx.GraphProto) -> None:
+    """Make each ``Cast(to=FLOAT)`` agree with the type the float16 converter
+    gave its output: the converter retypes values (``value_info``) but not
+    Cast targets, so our float64 accumulations (``Cast`` to double,
+    ``ReduceSum``, ``Cast`` back to float) fed a float16 ``Div`` a float32
+    value (onnxruntime: "bound to different types"). In place, nested bodies
+    included."""
+    f16 = {v.name for v in [*graph.value_info, *graph.output]
+           if v.type.tensor_type.elem_type == onnx.TensorProto.FLOAT16}
+    for node in graph.node:
+        if node.op_type == "Cast" and node.output[0] in f16:
+            for attr in node.attribute:
+                if attr.name == "to" and attr.i == onnx.TensorProto.FLOAT:
+                    attr.i = onnx.TensorProto.FLOAT16
+        for attr in node.attribute:
+            for g in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                _retarget_float_casts(g)
 
 
 class _Reader:

@@ -18,6 +18,7 @@ from scipy.special import gammaln as reference
 from compiler.core import deploy
 from compiler.core.driver import compile_to_onnx
 from compiler.tools.demo import inference_graph, load_digits_split, train
+from tests.web.cases import ifelse
 
 SEED, EPOCHS = 0, 3  # test_demo's model: test accuracy 0.956 in float32, 0.950 in int8 static
 
@@ -157,6 +158,21 @@ def test_bad_inputs_get_clear_errors():
         deploy.convert(model.model, "int4")
 
 
+def test_float16_through_if_bodies_with_ops_that_have_no_float16_form():
+    """The browser job's If case: IsInf (no float16 form before opset 20)
+    and CumSum (none at all) inside the branches stay float32 between Casts."""
+    model, runs = ifelse()
+    feeds = [dict(zip(model.input_names, r)) for r in runs]  # both branches
+    half, report = model.to_float16(feeds)
+    bodies = [a.g for n in half.model.graph.node if n.op_type == "If" for a in n.attribute]
+    producer = {o: n for g in [half.model.graph, *bodies] for n in g.node for o in n.output}
+    for op in ("IsInf", "CumSum"):
+        node = next(n for g in bodies for n in g.node if n.op_type == op)
+        assert producer[node.input[0]].op_type == "Cast"  # float32 in
+    scale = max(np.abs(model.run(*r)[0]).max() for r in runs)
+    assert report.n_feeds == 2 and 0 < report.max_abs_error < 1e-2 * scale
+
+
 def test_float16_keeps_the_float64_accumulation_of_a_sum_past_float16s_range():
     """Our float32 sums accumulate in float64 (Cast, ReduceSum, Cast back):
     in the float16 model the Cast back targets float16, the sum itself
@@ -174,12 +190,13 @@ def test_float16_keeps_the_float64_accumulation_of_a_sum_past_float16s_range():
 
 def test_float16_clamps_only_outside_its_range_and_says_so():
     x = pt.vector("x", dtype="float32")
-    c = np.array([3e4, 1e-7, 1e5, 1e-9], np.float32)  # two within float16's range, two outside
+    c = np.array([3e4, 1e-7, 1e5, 1e-9, -np.inf, 65504], np.float32)  # two outside float16's range
     model = compile_to_onnx([x], outputs=[x * c])
     with pytest.warns(UserWarning, match=r"float16: 2 float32 constant value\(s\) outside"):
-        half, _ = model.to_float16(np.ones(4, np.float32))
-    np.testing.assert_allclose(half.run(np.ones(4, np.float32))[0],
-                               np.array([3e4, 1e-7, 65504, 2 ** -24], np.float16).astype(np.float32), rtol=0)
+        half, _ = model.to_float16(np.ones(6, np.float32))
+    np.testing.assert_allclose(half.run(np.ones(6, np.float32))[0],
+                               np.array([3e4, 1e-7, 65504, 2 ** -24, -np.inf, 65504], np.float16).astype(np.float32),
+                               rtol=0)
 
 
 def test_a_gemm_with_a_scalar_bias_quantizes():

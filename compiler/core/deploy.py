@@ -186,8 +186,9 @@ def to_float16(model: onnx.ModelProto, *, op_block_list: Sequence[str] = (),
         model: a model whose float tensors are float32 (float64 ones are left
             as they are).
         op_block_list: more op types to keep in float32, besides
-            onnxconverter-common's default list, ``FLOAT32_OPS`` and the
-            model-local functions (whose bodies the converter does not see).
+            onnxconverter-common's default list, ``FLOAT32_OPS``, the ops
+            whose ONNX schema at the model's opset has no float16 form, and
+            the model-local functions (whose bodies the converter does not see).
         keep_io_types: inputs and outputs stay float32 (Casts at the edges).
 
     Returns:
@@ -204,18 +205,75 @@ def to_float16(model: onnx.ModelProto, *, op_block_list: Sequence[str] = (),
                                   "pip install 'pytensor-onnx[deploy]'") from err
 
     functions = [f.name for f in model.functions]
-    blocked = [*float16.DEFAULT_OP_BLOCK_LIST, *FLOAT32_OPS, *functions, *op_block_list]
+    blocked = [*float16.DEFAULT_OP_BLOCK_LIST, *FLOAT32_OPS, *functions, *_ops_without_float16(model),
+               *op_block_list]
     with warnings.catch_warnings(record=True) as clamped:
         warnings.simplefilter("always")
         out = float16.convert_float_to_float16(
             model, keep_io_types=keep_io_types, op_block_list=blocked,
             min_positive_val=float(np.finfo(np.float16).smallest_subnormal), max_finite_val=float(np.finfo(np.float16).max))
     _retarget_float_casts(out.graph)
-    clamped = [str(w.message) for w in clamped if "will be truncated" in str(w.message)]
+    _drop_value_info(out.graph)
+    clamped = [str(w.message) for w in clamped if _really_clamped(str(w.message))]
     if clamped:
         warnings.warn(f"float16: {len(clamped)} float32 constant value(s) outside float16's range were clamped to "
                       f"its smallest subnormal or largest finite value (first: {clamped[0]})", stacklevel=2)
     return out
+
+
+def _ops_without_float16(model: onnx.ModelProto) -> list[str]:
+    """Default-domain op types of ``model`` (nested bodies included) whose
+    ONNX schema at the model's opset takes float32 but not float16 inputs
+    (``IsInf``/``IsNaN`` before opset 20, for example): they stay float32."""
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    op_types = set()
+
+    def collect(graph):
+        for node in graph.node:
+            if node.domain in ("", "ai.onnx"):
+                op_types.add(node.op_type)
+            for attr in node.attribute:
+                for g in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                    collect(g)
+
+    collect(model.graph)
+    out = []
+    for op_type in sorted(op_types):
+        try:
+            schema = onnx.defs.get_schema(op_type, opset, "")
+        except onnx.defs.SchemaError:
+            continue
+        allowed = set()
+        for formal in schema.inputs:
+            allowed |= {t for c in schema.type_constraints if c.type_param_str == formal.type_str
+                        for t in c.allowed_type_strs}
+        if "tensor(float)" in allowed and "tensor(float16)" not in allowed:
+            out.append(op_type)
+    return out
+
+
+def _really_clamped(message: str) -> bool:
+    """Whether onnxconverter-common's "the float32 number X will be truncated
+    to Y" names a value it changes: it also warns for +-inf and for its
+    bounds themselves, which it keeps."""
+    words = message.split()
+    if not message.startswith("the float32 number") or len(words) < 4:
+        return False
+    v = abs(float(words[3]))
+    f16 = np.finfo(np.float16)
+    return bool(np.isfinite(v) and (v > float(f16.max) or 0 < v < float(f16.smallest_subnormal)))
+
+
+def _drop_value_info(graph: onnx.GraphProto) -> None:
+    """Remove the ``value_info`` of ``graph`` and its nested bodies, in
+    place: inside Loop/If bodies the float16 converter types the outputs of
+    the float32 nodes it wraps in Casts as float16 (onnxruntime: "does not
+    match expected type"); onnxruntime infers the types itself."""
+    del graph.value_info[:]
+    for node in graph.node:
+        for attr in node.attribute:
+            for g in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                _drop_value_info(g)
 
 
 def _retarget_float_casts(graph: onnx.GraphProto) -> None:

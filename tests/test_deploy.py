@@ -18,7 +18,7 @@ from scipy.special import gammaln as reference
 from compiler.core import deploy
 from compiler.core.driver import compile_to_onnx
 from compiler.tools.demo import inference_graph, load_digits_split, train
-from tests.web.cases import ifelse
+from tests.web.cases import CASES, ifelse
 
 SEED, EPOCHS = 0, 3  # test_demo's model: test accuracy 0.956 in float32, 0.950 in int8 static
 
@@ -171,6 +171,21 @@ def test_float16_through_if_bodies_with_ops_that_have_no_float16_form():
         assert producer[node.input[0]].op_type == "Cast"  # float32 in
     scale = max(np.abs(model.run(*r)[0]).max() for r in runs)
     assert report.n_feeds == 2 and 0 < report.max_abs_error < 1e-2 * scale
+
+
+@pytest.mark.filterwarnings("ignore:the model holds")  # the Loop case's advisor notice
+@pytest.mark.filterwarnings("ignore:Scan return signature")
+@pytest.mark.parametrize("case", [c for c in CASES if c.name != "large_initializer"], ids=lambda c: c.name)
+def test_every_browser_job_model_converts_and_runs(case):
+    """float32/float64/int64 kernels, model-local functions, Loop, If: each
+    converts three ways and its report covers every run (float64 and int64
+    parts are left as they are: exact)."""
+    model, runs = case.build()
+    feeds = [dict(zip(model.input_names, r)) for r in runs]
+    scale = max(float(np.abs(np.asarray(y, np.float64)).max()) for r in runs for y in model.run(*r))
+    for small, report in (model.to_float16(feeds), model.quantize_dynamic(feeds), model.quantize_static(feeds)):
+        assert report.n_feeds == len(runs) and report.max_abs_error <= 0.1 * scale, report
+        assert len(small.run(*runs[0])) == len(model.output_names)
 
 
 def test_float16_keeps_the_float64_accumulation_of_a_sum_past_float16s_range():

@@ -16,7 +16,7 @@ import gc
 import os
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -25,7 +25,7 @@ import onnx
 import onnx_ir as oir
 
 from backends.onnx import build_model, initializer_bytes, make_session, save_ir_model
-from compiler.core import shapes
+from compiler.core import deploy, shapes
 from compiler.core.options import CompileOptions
 from compiler.lowering import graph_spec, lower
 from compiler.lowering.vectorize import vectorize_spec
@@ -216,6 +216,84 @@ class CompiledModel:
         return format_report(self)
 
     __call__ = run
+
+    # -- smaller models to ship (compiler.core.deploy) --------------------------
+    def to_float16(self, inputs, *, op_block_list: Sequence[str] = (),
+                   slim: bool = True) -> tuple[CompiledModel, deploy.AccuracyReport]:
+        """This model with float16 weights and arithmetic, float32 inputs and
+        outputs (``compiler.core.deploy.to_float16``: onnxconverter-common's
+        converter; ``deploy.FLOAT32_OPS``, model-local functions and
+        ``op_block_list`` stay float32).
+
+        Args:
+            inputs: what to measure the accuracy on: arrays (one per input), a
+                dict of arrays, or an iterable of such dicts
+                (``deploy.input_feeds``).
+            slim: drop what running the model does not read (per-node
+                source lines, value_info, zero zero-points: ``deploy.slim``).
+
+        Returns:
+            ``(model, report)``: a new ``CompiledModel`` whose ``onnx_model``,
+            ``model``, ``session`` and ``run`` are the converted model's
+            (``ir``, ``history`` and ``report()`` still describe the
+            compilation), and its ``deploy.AccuracyReport`` against this one.
+
+        Raises:
+            ValueError: no inputs to measure on, or inputs that do not name
+                the model's.
+        """
+        return self._deployed("float16", inputs, None, slim, op_block_list=op_block_list)
+
+    def quantize_dynamic(self, inputs, *, per_channel: bool = False, op_types: Sequence[str] | None = None,
+                         reduce_range: bool = True, slim: bool = True) -> tuple[CompiledModel, deploy.AccuracyReport]:
+        """This model with int8 weights, activations quantized at run time
+        (``onnxruntime.quantization.quantize_dynamic``; ``per_channel``
+        scales, ``op_types`` to quantize, None: all it can; 7-bit weights
+        unless ``reduce_range=False``, see ``deploy.quantize_int8``). ``inputs``,
+        ``slim``, the result and the errors are ``to_float16``'s."""
+        return self._deployed("int8-dynamic", inputs, None, slim, per_channel=per_channel,
+                              op_types=op_types, reduce_range=reduce_range)
+
+    def quantize_static(self, calibration, inputs=None, *, per_channel: bool = True,
+                        op_types: Sequence[str] | None = None, reduce_range: bool = True,
+                        slim: bool = True) -> tuple[CompiledModel, deploy.AccuracyReport]:
+        """This model quantized to int8 in the QDQ format: int8 weights (one
+        scale per output channel unless ``per_channel=False``; 7 bits used
+        unless ``reduce_range=False``), uint8
+        activations whose ranges come from running ``calibration``
+        (``onnxruntime.quantization.quantize_static``, MinMax).
+
+        Args:
+            calibration: representative inputs, in any form ``inputs`` takes
+                (``deploy.input_feeds``): arrays, a dict, or an iterable of
+                input dicts (e.g. minibatches).
+            inputs: what to measure the accuracy on (None: ``calibration``).
+            op_types: the op types to quantize (None: all onnxruntime can).
+            reduce_range: 7-bit weights (the default: onnxruntime's kernels
+                saturate with 8-bit ones on x86 CPUs without VNNI;
+                ``deploy.quantize_int8``); False for VNNI and ARM targets.
+            slim: as ``to_float16``.
+
+        Returns and Raises: as ``to_float16``.
+        """
+        return self._deployed("int8-static", inputs, calibration, slim, per_channel=per_channel,
+                              op_types=op_types, reduce_range=reduce_range)
+
+    def save_ort(self, path: str | os.PathLike) -> Path:
+        """Write this model in onnxruntime's ``.ort`` format (mobile and
+        minimal builds; ``compiler.core.deploy.save_ort``) and return the path."""
+        return deploy.save_ort(self.model, path)
+
+    def _deployed(self, conversion: str, inputs, calibration, slim: bool, **options):
+        calibration = None if calibration is None else deploy.input_feeds(calibration, self.input_names)
+        if inputs is None:
+            inputs = calibration
+        feeds = deploy.input_feeds(inputs, self.input_names)
+        proto = deploy.convert(self.model, conversion, calibration, slimmed=slim, **options)
+        report = deploy.compare(self.model, proto, feeds, conversion)
+        converted = replace(self, onnx_model=oir.serde.deserialize_model(proto), _model=proto, _session=None,
+                            _tmpdir=None, _accepted=None)
+        return converted, report
 
 
 def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, outputs=None,

@@ -10,6 +10,9 @@ Subcommands:
     ``passes``  list the registered passes and the default pipeline.
     ``opt``     run passes on IR text (``compiler.tools.opt_tool``).
     ``compile`` compile ``MODULE:FUNCTION``'s graph to an ONNX file.
+    ``quantize`` int8 quantization of a saved model, dynamic or static QDQ
+                (``compiler.core.deploy``), with its accuracy report.
+    ``convert`` a saved model to float16 or to onnxruntime's ``.ort`` format.
     ``fuzz``    run the differential fuzzer (``compiler.tools.fuzz``) on N seeded
                 random graphs; exit status 1 if any crash or mismatch.
 
@@ -168,6 +171,26 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ship(args: argparse.Namespace, conversion: str, **options) -> int:
+    from compiler.core.deploy import convert_file
+
+    report = convert_file(args.model, args.output, conversion, calibration=getattr(args, "calibration", None),
+                          inputs=args.inputs, **options)
+    print(f"wrote {args.output}" + (f"\n{report}" if report is not None else ""))
+    return 0
+
+
+def _cmd_quantize(args: argparse.Namespace) -> int:
+    if args.mode == "static" and not args.calibration:
+        raise ValueError("--mode static needs --calibration DATA.npz")
+    per_channel = {"auto": None, "yes": True, "no": False}[args.per_channel]
+    return _ship(args, f"int8-{args.mode}", per_channel=per_channel, reduce_range=not args.full_range)
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    return _ship(args, args.to)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the console script (builds without importing
     PyTensor or the compiler)."""
@@ -248,6 +271,33 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("-p", "--passes", metavar="PASSES", help="pass list (default: the default pipeline)")
     comp.add_argument("--report", action="store_true", help="print CompiledModel.report()")
     comp.set_defaults(func=_cmd_compile)
+
+    inputs_help = ("an .npz of inputs to measure the accuracy on (arrays named after the model's inputs, or "
+                   "arr_0, arr_1, ... in order)")
+    quant = sub.add_parser("quantize", help="int8 quantization of a saved model (onnxruntime.quantization), "
+                                            "with its accuracy against the original")
+    quant.add_argument("model", metavar="MODEL.onnx")
+    quant.add_argument("-o", "--output", required=True, metavar="OUT.onnx")
+    quant.add_argument("--mode", choices=["dynamic", "static"], default="dynamic",
+                       help="dynamic: int8 weights, activations quantized at run time (default); static: QDQ "
+                            "with activation ranges from --calibration")
+    quant.add_argument("--calibration", metavar="DATA.npz", help="calibration inputs (static; same layout as "
+                                                                  "--inputs, which default to them)")
+    quant.add_argument("--per-channel", choices=["auto", "yes", "no"], default="auto",
+                       help="one weight scale per output channel (auto: yes for static, no for dynamic)")
+    quant.add_argument("--full-range", action="store_true",
+                       help="8-bit weights (default: 7 bits, which onnxruntime's x86 kernels need on CPUs without "
+                            "VNNI to not saturate; use this for VNNI or ARM targets)")
+    quant.add_argument("--inputs", metavar="DATA.npz", help=inputs_help)
+    quant.set_defaults(func=_cmd_quantize)
+
+    conv = sub.add_parser("convert", help="convert a saved model to float16 (float32 inputs and outputs kept) "
+                                          "or to onnxruntime's .ort format")
+    conv.add_argument("model", metavar="MODEL.onnx")
+    conv.add_argument("-o", "--output", required=True, metavar="OUT")
+    conv.add_argument("--to", choices=["float16", "ort"], required=True)
+    conv.add_argument("--inputs", metavar="DATA.npz", help=inputs_help + " (float16)")
+    conv.set_defaults(func=_cmd_convert)
 
     fuzz = sub.add_parser("fuzz", help="differential fuzzing: random PyTensor graphs compiled to ONNX and "
                                        "compared with PyTensor; failures are shrunk and printed")

@@ -267,3 +267,38 @@ def test_long_idioms_run_has_no_failures(start):
     report = fuzz(start, 100, isolate=True, shrink_failures=True, backend="python", timeout_s=120, family="idioms")
     print(report.summary())
     assert not report.failures, report.summary()
+
+
+# The pymc family (``compiler/tools/fuzz/pymc_logps.py``): one PyMC distribution's logp/logcdf/logccdf at a
+# vector of values, kept, summed or differentiated; PyTensor 2.38 with PyMC only (the 3.0 line has no PyMC).
+# About 0.9 s a graph (PyMC's graphs and their default-mode rewrites).
+def test_pymc_programs_are_deterministic_and_cover_every_distribution():
+    from compiler.tools.fuzz.pymc_logps import DISTRIBUTIONS, generate_pymc
+
+    assert FAMILIES["pymc"] is generate_pymc
+    from compiler.tools.cli import build_parser  # the CLI lists the families without importing the fuzzer
+    fuzz_parser = build_parser()._subparsers._group_actions[0].choices["fuzz"]
+    assert set(next(a.choices for a in fuzz_parser._actions if a.dest == "family")) == set(FAMILIES)
+    assert generate_pymc(7).source() == generate_pymc(7).source()
+    sources = [generate_pymc(seed).source() for seed in range(3 * len(DISTRIBUTIONS))]
+    for name in DISTRIBUTIONS:
+        assert any(f"pm.{name}.dist(" in src for src in sources), name
+    for fn in ("pm.logp(", "pm.logcdf(", "pm.logccdf(", "pytensor.grad("):
+        assert any(fn in src for src in sources), fn
+
+
+@pytest.mark.parametrize("start", [0, 8])
+def test_quick_pymc_run_has_no_unexplained_failures(start):
+    pytest.importorskip("pymc")
+    report = fuzz(start, 8, shrink_failures=False, backend="python", family="pymc")
+    assert not report.failures, report.summary()
+    assert report.counts["match"] + report.counts["known"] == 8, report.summary()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("start", [200, 300])
+def test_long_pymc_run_has_no_failures(start):
+    pytest.importorskip("pymc")
+    report = fuzz(start, 100, isolate=True, shrink_failures=True, backend="python", timeout_s=120, family="pymc")
+    print(report.summary())
+    assert not report.failures, report.summary()

@@ -48,12 +48,23 @@ class Program:
             times the fuzzer's bound (``runner.compare``), the forward error
             of a backward-stable method (Higham, *Accuracy and Stability of
             Numerical Algorithms*, 2nd ed., section 7.1).
+        precision: the float dtype whose epsilon the bound uses (None: the
+            result's): a float32 computation whose result a float64
+            constant upcasts (PyMC's log-densities) is compared at float32's
+            precision, since onnxruntime's float32 kernels round otherwise
+            than NumPy's (within a few ulp).
     """
 
     inputs: list = field(default_factory=list)
     lines: list = field(default_factory=list)
     seed: int = 0
     condition: float = 1.0
+    precision: str | None = None
+
+    @property
+    def bound(self) -> tuple:
+        """``(condition, precision)``: what ``runner.compare`` scales its bound by."""
+        return self.condition, self.precision
 
     def source(self) -> str:
         """The program as Python source (a repro: builds ``inputs`` and
@@ -64,6 +75,7 @@ class Program:
         out = self.lines[-1].split("=", 1)[0].strip() if self.lines else self.inputs[0][0]
         tail = [f"# compared within {self.condition:.3g} x the fuzzer's bound (condition number)"] \
             if self.condition != 1.0 else []
+        tail += [f"# compared at {self.precision}'s precision"] if self.precision else []
         return "\n".join(head + list(self.lines) + [f"out = {out}"] + tail)
 
     def data_source(self) -> str:

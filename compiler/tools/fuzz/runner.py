@@ -25,7 +25,8 @@ worst first:
 Float bound: the numerics contract's per-op bounds compose, so a chain of
 steps is compared with ``|got - want| <= 16 eps (|want| + max|want|)``,
 times the program's ``condition`` number where it solves, inverts or
-factors an ill-conditioned matrix; ints, bools, dtypes, shapes and which
+factors an ill-conditioned matrix, with the epsilon of the program's
+``precision`` where a float32 computation has a float64 result; ints, bools, dtypes, shapes and which
 elements are NaN/+inf/-inf exactly.
 """
 
@@ -48,13 +49,14 @@ from compiler import compile_to_onnx
 from compiler.lowering.errors import UnsupportedOpsError
 from compiler.tools.fuzz.generate import Program, generate
 from compiler.tools.fuzz.idioms import generate_idioms
+from compiler.tools.fuzz.pymc_logps import generate_pymc
 from compiler.tools.fuzz.scan_grads import generate_scan_grad
 from compiler.tools.fuzz.wrong_shapes import check_wrong_shapes
 
 ORDER = ["crash", "mismatch", "known", "pytensor-error", "unsupported", "match", "invalid"]
 # Program generators by family: seed, max_steps -> Program.
 FAMILIES: dict[str, Callable[[int, int], Program]] = {"ops": generate, "scan-grad": generate_scan_grad,
-                                                     "idioms": generate_idioms}
+                                                     "idioms": generate_idioms, "pymc": generate_pymc}
 FAILURES = ("crash", "mismatch")
 
 
@@ -88,9 +90,11 @@ def build(program: Program):
     return [ns[name] for name, *_ in program.inputs], ns["out"]
 
 
-def compare(got, want, condition: float = 1.0) -> str | None:
+def compare(got, want, condition: float = 1.0, precision: str | None = None) -> str | None:
     """None if ``got`` equals ``want`` under the fuzzer's contract (the float
-    bound times ``condition``, ``Program.condition``), else why."""
+    bound times ``condition``, with the epsilon of ``precision`` when given,
+    else of ``want``'s dtype: ``Program.condition``, ``Program.precision``),
+    else why."""
     got, want = np.asarray(got), np.asarray(want)
     if got.dtype != want.dtype:
         return f"dtype {got.dtype} != {want.dtype}"
@@ -105,7 +109,7 @@ def compare(got, want, condition: float = 1.0) -> str | None:
     fin = np.isfinite(want)
     if not fin.any():
         return None
-    eps = np.finfo(want.dtype).eps
+    eps = np.finfo(precision or want.dtype).eps
     scale = np.max(np.abs(want[fin]))
     err = np.abs(got[fin].astype(np.float64) - want[fin])
     bound = 16 * eps * condition * (np.abs(want[fin]) + scale)
@@ -126,7 +130,7 @@ def default_session(model):
     return ort.InferenceSession(model.model.SerializeToString(), providers=["CPUExecutionProvider"])
 
 
-def _classify_path(path: str, make_model, data, want, want_error, condition: float = 1.0) -> tuple[str, str, object]:
+def _classify_path(path: str, make_model, data, want, want_error, bound: tuple = (1.0, None)) -> tuple[str, str, object]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -147,7 +151,7 @@ def _classify_path(path: str, make_model, data, want, want_error, condition: flo
         return "crash", f"onnxruntime: {type(e).__name__}: {e}"[:300], None
     if want_error is not None:
         return "pytensor-error", f"PyTensor raised {type(want_error).__name__}: {str(want_error)[:150]}", got[0]
-    why = compare(got[0], want, condition)
+    why = compare(got[0], want, *bound)
     return ("match", "", got[0]) if why is None else ("mismatch", why, got[0])
 
 
@@ -348,7 +352,7 @@ def known_difference(mismatch: Mismatch) -> str | None:
 
 
 def implementation_difference(path: str, backend: str, inputs, out, fn, data, got,
-                              condition: float = 1.0) -> str | None:
+                              bound: tuple = (1.0, None)) -> str | None:
     """Why a mismatch is PyTensor disagreeing with itself, or None.
 
     The reference graph of ``path`` (``"raw"``: the graph as written;
@@ -391,7 +395,7 @@ def implementation_difference(path: str, backend: str, inputs, out, fn, data, go
                 want = make_fn()(*[d.copy() for d in data])
         except Exception:
             continue
-        if compare(got, want, condition) is None:
+        if compare(got, want, *bound) is None:
             return f"implementations: {name} gives the model's result, {reference} does not"
     return None
 
@@ -457,10 +461,10 @@ def run_case(program: Program, backend: str = "default", wrong_shapes: bool = Tr
     for path, make, ref, ref_error in (
             ("raw", make_raw, raw_want, raw_error),
             ("compiled", lambda: compile_to_onnx(fn), want, want_error)):
-        kind, detail, got = _classify_path(path, make, data, ref, ref_error, program.condition)
+        kind, detail, got = _classify_path(path, make, data, ref, ref_error, program.bound)
         explanation = ""
         if kind in ("mismatch", "pytensor-error") and got is not None:
-            why = implementation_difference(path, backend, inputs, out, fn, data, got, program.condition)
+            why = implementation_difference(path, backend, inputs, out, fn, data, got, program.bound)
             if why:
                 explanation = ("reference raised; " if kind == "pytensor-error" else "") + why.split(" gives")[0]
                 kind, detail = "known", f"{why}: {detail}"
@@ -496,7 +500,7 @@ def shrink(program: Program, still_fails: Callable[[Program], bool], budget_s: f
         return time.monotonic() < deadline and still_fails(candidate)
 
     def with_lines(lines):
-        return Program(list(program.inputs), list(lines), program.seed, program.condition)
+        return Program(list(program.inputs), list(lines), program.seed, program.condition, program.precision)
 
     for k in range(1, len(program.lines)):
         if try_(with_lines(program.lines[:k])):
@@ -512,7 +516,7 @@ def shrink(program: Program, still_fails: Callable[[Program], bool], budget_s: f
     text = "\n".join(program.lines)
     used = [inp for inp in program.inputs if inp[0] in text or inp[0] == program.inputs[0][0] and not program.lines]
     if used != program.inputs and used:
-        cand = Program(used, list(program.lines), program.seed, program.condition)
+        cand = Program(used, list(program.lines), program.seed, program.condition, program.precision)
         if try_(cand):
             program = cand
     for j, (name, dtype, static, data) in enumerate(program.inputs):
@@ -526,7 +530,7 @@ def shrink(program: Program, still_fails: Callable[[Program], bool], budget_s: f
                     continue
                 inputs = list(program.inputs)
                 inputs[j] = (name, dtype, static, trial.reshape(data.shape))
-                cand = Program(inputs, list(program.lines), program.seed, program.condition)
+                cand = Program(inputs, list(program.lines), program.seed, program.condition, program.precision)
                 if try_(cand):
                     program, flat = cand, trial
             chunk //= 2

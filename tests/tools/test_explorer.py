@@ -141,3 +141,34 @@ def test_page_embeds_the_data_safely():
     assert "</script><b>" not in html and "/*DATA*/" not in html and "/*SCRIPT*/" not in html
     payload = re.search(r'id="explorer-data">(.*?)</script>', html, re.S).group(1)
     assert json.loads(payload)["onnx"] == onnx
+
+
+def test_explore_builds_a_page_from_a_reproducer_and_errs_in_one_line(tmp_path, capsys, monkeypatch):
+    from compiler.core import explorer_page
+    from compiler.tools import cli
+
+    monkeypatch.setenv(explorer_page.VIZ_DIR_ENV, str(tmp_path / "no-viz"))
+    monkeypatch.setattr(explorer_page, "PROJECT_ROOT", tmp_path)  # no node_modules
+    monkeypatch.setattr("compiler.tools.explore.fetch_viz", lambda: None)
+    repro = tmp_path / "repro"
+    repro.mkdir()
+    (repro / "before.ir").write_text("graph @main(%x: f32[2]) {\n  %0: f32[2] = neg(%x)\n  return %0\n}\n")
+    assert cli.main(["explore", str(repro), "--no-serve"]) == 0
+    out, err = capsys.readouterr()
+    assert out == f"{repro / 'index.html'}\n"
+    assert err.splitlines() == [f"built index.html from the .ir files of {repro}",
+                                "viz-global.js not found (npm ci in the project, or npm on the PATH): graphs are "
+                                "not drawn"]
+    (stage,) = _page_data(repro)["stages"]
+    assert (stage["name"], stage["file"], stage["nodes"], stage["changed"]) == ("before", "before.ir", 1, False)
+
+    assert cli.main(["explore", str(tmp_path / "missing"), "--no-serve"]) == 1
+    assert capsys.readouterr().err == (f"pytensor-onnx explore: NotADirectoryError: {tmp_path / 'missing'} is not "
+                                       "a directory (compile with dump_ir=DIR first)\n")
+    digest = tmp_path / "digest"
+    digest.mkdir()
+    (digest / "00-lowered.ir").write_text("graph @main() {\n  const %w: f32[20] = <20 f32 sha256:0123456789ab>\n"
+                                          "  return %w\n}\n")
+    assert cli.main(["explore", str(digest), "--no-serve"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("pytensor-onnx explore: ") and "00-lowered.ir: " in err and err.count("\n") == 1

@@ -131,9 +131,10 @@ def test_a_duplicate_pass_name_is_an_error(monkeypatch):
 def test_dump_ir_writes_one_parseable_file_per_stage(tmp_path):
     x, a, b, y = _affine()
     compiled = compile_to_onnx([x], outputs=[y], dump_ir=tmp_path / "ir", keep_ir=True, full_weights=True)
-    files = sorted((tmp_path / "ir").iterdir())
+    files = sorted((tmp_path / "ir").glob("*.ir"))
     stages = ["lowered", *DEFAULT_PIPELINE]
     assert [f.name for f in files] == [f"{i:02d}-{s}.ir" for i, s in enumerate(stages)]
+    assert {f.name for f in (tmp_path / "ir").iterdir()} - {f.name for f in files} <= {"index.html", "viz-global.js"}
     for f, record in zip(files, compiled.history):
         text = f.read_text()
         assert text == record.ir_text

@@ -200,6 +200,8 @@ class EmitContext:
         self._for: Node | None = None
         self._for_hint = "tmp"
         self._for_texts: tuple[str, str] | None = None
+        # (node list, its length, IR node) whenever emission moves to another IR node; None: not recorded
+        self.marks: list | None = None
 
     # -- building blocks ----------------------------------------------------
     def op(self, op_type: str, *inputs: oir.Value | None, num_outputs: int = 1, **attrs):
@@ -248,6 +250,8 @@ class EmitContext:
         (the IR node being emitted) for the ONNX nodes built for it."""
         self._for = node
         self._for_hint = self._hint()
+        if self.marks is not None:
+            self.marks.append((self.nodes, len(self.nodes), node))
         self._for_texts = (origin_texts(node.origins, self._stamps, self._paths)
                            if node is not None and self._paths is not None else None)
 

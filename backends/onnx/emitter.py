@@ -44,7 +44,7 @@ def emit_model(graph: Graph, options: EmitOptions | None = None, *, metadata: Ma
 
 
 def build_model(graph: Graph, options: EmitOptions | None = None, *, metadata: Mapping[str, str] | None = None,
-                **choices) -> oir.Model:
+                emitted_for: dict | None = None, **choices) -> oir.Model:
     """Build ``graph`` as an onnx_ir ``Model`` (not yet serialized).
     Initializers wrap the IR constants' NumPy arrays without copying them.
 
@@ -55,6 +55,9 @@ def build_model(graph: Graph, options: EmitOptions | None = None, *, metadata: M
         metadata: the model's ``metadata_props`` (key -> text), if any
             (``compile_to_onnx`` states the input sizes a ``specify_shape``
             requires there).
+        emitted_for: a dict that receives, for every top-level ONNX node in
+            model order, the IR ``Node`` it was emitted for (the pass
+            explorer's provenance; None, the default, records nothing).
         choices: ``EmitOptions`` fields overriding ``options`` one by one
             (``build_model(g, numerics="strict", value_info=True)``);
             ValueError for a value it does not list, TypeError for a name
@@ -72,7 +75,7 @@ def build_model(graph: Graph, options: EmitOptions | None = None, *, metadata: M
     options = options or EmitOptions()
     if choices:
         options = dataclasses.replace(options, **choices)
-    model = _build(graph, options)
+    model = _build(graph, options, emitted_for)
     if metadata:
         model.metadata_props.update(metadata)
     if _OBSERVERS:
@@ -108,13 +111,15 @@ def observing_models(observer: ModelObserver) -> Iterator[None]:
         _OBSERVERS.remove(guarded)
 
 
-def _build(graph: Graph, options: EmitOptions) -> oir.Model:
+def _build(graph: Graph, options: EmitOptions, emitted_for: dict | None = None) -> oir.Model:
     """``build_model``'s work, unobserved."""
     opset = options.opset
     if opset < MIN_OPSET:
         raise EmitError(f"opset {opset} is not supported: the ONNX rules need opset >= {MIN_OPSET}")
     namer = Namer()
     ctx = EmitContext(namer, options)
+    if emitted_for is not None:
+        ctx.marks = []
     env: dict[Value, oir.Value] = {}
 
     inputs = []
@@ -149,11 +154,26 @@ def _build(graph: Graph, options: EmitOptions) -> oir.Model:
         value.shape = oir.Shape(onnx_dims(v.type.shape))
         outputs.append(value)
 
+    if emitted_for is not None:
+        emitted_for.update(_emitted_for(ctx.nodes, ctx.marks))
     opsets = {"": opset} | ({FUNCTION_DOMAIN: FUNCTION_DOMAIN_VERSION} if ctx.functions else {})
     onnx_graph = oir.Graph(inputs, outputs, nodes=ctx.nodes, initializers=ctx.initializers,
                            opset_imports=opsets, name=graph.name)
     return oir.Model(onnx_graph, ir_version=IR_VERSION, producer_name=PRODUCER,
                      functions=list(ctx.functions.values()))
+
+
+def _emitted_for(nodes: list, marks: list) -> dict:
+    """ONNX node -> IR node for the nodes of the list ``nodes``: each mark
+    ``(list, length, IR node)`` of ``EmitContext.marks`` on that list starts
+    the run of nodes built for its IR node."""
+    starts = [(start, ir_node) for where, start, ir_node in marks if where is nodes]
+    found = {}
+    for k, (start, ir_node) in enumerate(starts):
+        end = starts[k + 1][0] if k + 1 < len(starts) else len(nodes)
+        for node in nodes[start:end]:
+            found[node] = ir_node
+    return found
 
 
 def onnx_dims(shape) -> list:

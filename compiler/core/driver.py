@@ -31,6 +31,8 @@ from compiler.lowering import graph_spec, lower
 from compiler.lowering.vectorize import vectorize_spec
 from compiler.core.pass_check import PassChecker
 from compiler.core.advisor import advise, warn_slow_forms
+from compiler.core.explorer import StageRecorder
+from compiler.core.explorer_page import write_explorer
 from compiler.core.report import format_report
 from compiler.core.validation import (check_pass_list, check_run_inputs, declared_inputs, equal_dim_groups,
                                       run_signature)
@@ -378,7 +380,8 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
             - ``keep_ir``: keep the IR text after every stage in
               ``history[i].ir_text`` (else those are None).
             - ``dump_ir``: a directory; receives ``00-lowered.ir`` and
-              ``NN-<pass>.ir`` after each pass.
+              ``NN-<pass>.ir`` after each pass, and ``index.html``, the
+              pass explorer (``compiler.core.explorer_page``).
             - ``full_weights``: print constants of more than 16 elements in
               full (base64, parseable) in ``history`` texts and ``dump_ir``
               files, instead of a ``<shape dtype sha256:prefix>`` digest.
@@ -480,26 +483,34 @@ def _compile(graph, outputs, passes, options: CompileOptions) -> CompiledModel:
         dump_dir.mkdir(parents=True, exist_ok=True)
     hook_seconds = 0.0
     keep_text = options.keep_ir or dump_dir is not None
+    rewrites = RewriteLog(limit=options.opt_bisect_limit)
+    stages = (StageRecorder(rewrites, options.provenance, options.provenance_root, options.full_weights)
+              if dump_dir is not None else None)
 
     def record(stage: str, changed: bool, seconds: float) -> None:
         nonlocal hook_seconds
         hook_start = time.perf_counter()
         if options.verify_each_pass:
             verify(ir_graph, context=f"after {stage}")
-        text = print_graph(ir_graph, full_weights=options.full_weights) if keep_text else None
+        file = f"{len(history):02d}-{stage}.ir"
+        if stages is not None:
+            text = stages.record(ir_graph, stage, file, changed, seconds)
+        else:
+            text = print_graph(ir_graph, full_weights=options.full_weights) if keep_text else None
         history.append(PassRecord(stage, changed, seconds, len(ir_graph), text if options.keep_ir else None))
         if dump_dir is not None:
-            (dump_dir / f"{len(history) - 1:02d}-{stage}.ir").write_text(text)
+            (dump_dir / file).write_text(text)
         hook_seconds += time.perf_counter() - hook_start
 
     record("lowered", True, time.perf_counter() - start)
     pipeline = options.configure_passes(resolve_passes(DEFAULT_PIPELINE if passes is None else passes))
-    rewrites = RewriteLog(limit=options.opt_bisect_limit)
     checker = PassChecker(ir_graph, options.check_passes, options.reproducer_dir) if options.check_passes else None
     counted = [0]
 
     def before(p: Pass, g: Graph) -> bool:
         counted[0] = rewrites.count
+        if stages is not None:
+            stages.before_pass()
         return rewrites.allows()
 
     def after(p: Pass, g: Graph, changed: bool, seconds: float) -> None:
@@ -516,8 +527,11 @@ def _compile(graph, outputs, passes, options: CompileOptions) -> CompiledModel:
         verify(ir_graph, context="after the passes", check_types=False)
         hook_seconds += time.perf_counter() - hook_start
     emit_start = time.perf_counter()
-    onnx_model = build_model(ir_graph, options.emit)
+    emitted_for = {} if stages is not None else None
+    onnx_model = build_model(ir_graph, options.emit, emitted_for=emitted_for)
     end = time.perf_counter()
+    if stages is not None:
+        write_explorer(dump_dir, stages, stages.onnx_nodes(emitted_for))
     timings = {"lowering": history[0].seconds, "passes": sum(r.seconds for r in history[1:]),
                "hooks": hook_seconds, "emission": end - emit_start}
     compiled = CompiledModel(onnx_model, ir_graph, history, [v.name for v in ir_graph.inputs],

@@ -142,7 +142,9 @@ class CompileOptions:
         keep_ir: keep the IR text after every stage in
             ``CompiledModel.history[i].ir_text`` (else those are None).
         dump_ir: a directory (str or path) that receives ``00-lowered.ir``
-            and ``NN-<pass>.ir`` after each pass; None (default): none.
+            and ``NN-<pass>.ir`` after each pass, and ``index.html``, the
+            pass explorer (``compiler.core.explorer_page``); None (default):
+            none.
         full_weights: print constants of more than 16 elements in full
             (base64, parseable) in ``history`` texts and ``dump_ir`` files,
             instead of a ``<shape dtype sha256:prefix>`` digest.

@@ -164,6 +164,19 @@ def _cmd_opt(args: argparse.Namespace) -> int:
     return status
 
 
+def _cmd_explore(args: argparse.Namespace) -> int:
+    from compiler.tools.explore import prepare
+    from compiler.tools.website import serve
+
+    for note in prepare(args.directory):
+        print(note, file=sys.stderr)
+    if args.no_serve:
+        print(Path(args.directory) / "index.html")
+        return 0
+    serve(args.directory, args.host, args.port, isolate=False)
+    return 0
+
+
 def _cmd_compile(args: argparse.Namespace) -> int:
     from compiler.tools.opt_tool import compile_target
 
@@ -315,6 +328,14 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--no-isolate", action="store_true",
                       help="run cases in this process (a hard onnxruntime crash then ends the run)")
     fuzz.set_defaults(func=_cmd_fuzz)
+
+    explore = sub.add_parser("explore", help="serve the pass explorer of a dump_ir directory (or of a "
+                             "directory of .ir files, such as a check_passes reproducer)")
+    explore.add_argument("directory", help="the dump_ir directory")
+    explore.add_argument("--host", default="127.0.0.1")
+    explore.add_argument("--port", type=int, default=8000, help="0: any free port")
+    explore.add_argument("--no-serve", action="store_true", help="only make the page; print its path")
+    explore.set_defaults(func=_cmd_explore)
     return parser
 
 

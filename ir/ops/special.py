@@ -16,6 +16,8 @@ and says so:
 ``gammainc``/``gammaincc`` (binary, broadcasting) are SciPy's everywhere it
 converges (``backends/onnx/rules/incgamma_f64.py`` gives the methods and the
 measured bounds; NaN where a series would need over 2,000 terms).
+``betainc`` (ternary, broadcasting) is SciPy's I_x(a, b) to the bound of
+``backends/onnx/rules/incbeta_f64.py`` (Cephes ``incbet``).
 
 Poles follow SciPy: ``gammaln`` is +inf at 0 and at the negative integers;
 ``gamma`` is +-inf at +-0 and NaN at the negative integers; ``psi`` is -inf
@@ -53,10 +55,10 @@ def _in_dtype(fn):
 
 
 def _in_dtype2(fn):
-    """Binary ``fn`` computed in float64 and rounded to the first input's dtype."""
-    def wrapped(a, x):
+    """``fn`` of several arguments computed in float64 and rounded to the first input's dtype."""
+    def wrapped(*args):
         with np.errstate(all="ignore"):
-            return np.asarray(fn(a.astype(np.float64), x.astype(np.float64))).astype(a.dtype)
+            return np.asarray(fn(*(v.astype(np.float64) for v in args))).astype(args[0].dtype)
     return wrapped
 
 
@@ -100,11 +102,15 @@ def _binary_special_infer(name):
 # (NaN for a < 0, x < 0; see backends/onnx/rules/incgamma_f64.py for the special points).
 BINARY_SPECIAL = {"gammainc": sp.gammainc, "gammaincc": sp.gammaincc}
 
-for _name, _fn in BINARY_SPECIAL.items():
+# Regularized incomplete beta function I_x(a, b): SciPy's values everywhere (NaN outside
+# a, b >= 0, 0 <= x <= 1; see backends/onnx/rules/incbeta_f64.py).
+TERNARY_SPECIAL = {"betainc": sp.betainc}
+
+for _name, _fn in (BINARY_SPECIAL | TERNARY_SPECIAL).items():
     register(OpDef(_name, _binary_special_infer(_name),
-                   (lambda fn: lambda args, attrs: [_in_dtype2(fn)(*args)])(_fn), 2,
+                   (lambda fn: lambda args, attrs: [_in_dtype2(fn)(*args)])(_fn), 3 if _name in TERNARY_SPECIAL else 2,
                    traits={ELEMENTWISE, BROADCASTING, TOTAL},
-                   doc=f"scipy.special.{_name}(a, x) with broadcasting (PyTensor {_name})"))
+                   doc=f"scipy.special.{_name} with broadcasting (PyTensor {_name})"))
 
 
 register(OpDef("atan2", _atan2_infer, lambda args, attrs: [np.arctan2(*args).astype(args[0].dtype)], 2,

@@ -445,12 +445,20 @@ BINARY_SPECIAL_VALUES = {op: ([1e-3, 0.5, 1.0, 3.0, 20.0, 150.0, -1.0, 0.0],
                               [0.0, 1e-3, 0.5, 1.0, 2.9, 3.1, 25.0, 140.0, -1.0])
                          for op in ("gammainc", "gammaincc")}
 ULPS |= {op: 1024 for op in BINARY_SPECIAL_VALUES}
+# betainc (a, b, x): tiny to large shapes, x at the edges, on both sides of a / (a + b) and
+# outside [0, 1] (tests/numerics/test_incomplete_beta.py holds the contract)
+BETAINC_SHAPES, BETAINC_X = [1e-3, 0.5, 1.0, 3.0, 40.0, -1.0, 0.0], [0.0, 1e-3, 0.3, 0.5, 0.97, 1.0, 1.5]
+ULPS["betainc"] = 1024
 
 
 def special_cases():
     for op, (a, x) in BINARY_SPECIAL_VALUES.items():
         for dtype in (F32, F64):
             yield Case(op, grid(np.array(a + [np.nan, np.inf], dtype.numpy), np.array(x + [np.nan, np.inf], dtype.numpy)))
+    for dtype in (F32, F64):
+        shapes = np.array(BETAINC_SHAPES + [np.nan, np.inf], dtype.numpy)
+        yield Case("betainc", (shapes[:, None, None], shapes[None, :, None],
+                               np.array(BETAINC_X + [np.nan], dtype.numpy)[None, None, :]))
     for op, vals in SPECIAL_VALUES.items():
         for dtype in FLOATS:
             with np.errstate(over="ignore"):  # 1e5 is inf in float16

@@ -113,5 +113,52 @@ def gamma_logcdf(n: int = 100) -> pm.Model:
     return model
 
 
+def censored_student_t(n: int = 100) -> pm.Model:
+    """Heavy-tailed measurements clipped by an instrument's range on both
+    sides (``pm.Censored`` of StudentT: its log-CDF and log-survival need
+    ``betainc``)."""
+    rng = np.random.default_rng(17)
+    y = np.clip(1.0 + 0.8 * rng.standard_t(4.0, size=n), -0.5, 2.5)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 2)
+        sigma = pm.HalfNormal("sigma", 2)
+        nu = pm.Gamma("nu", 4, 1)
+        pm.Censored("y", pm.StudentT.dist(nu=nu, mu=mu, sigma=sigma), lower=-0.5, upper=2.5, observed=y)
+    return model
+
+
+def truncated_negative_binomial(n: int = 100) -> pm.Model:
+    """Counts recorded only up to 12 (``pm.Truncated`` of NegativeBinomial:
+    the normalizer is its CDF, ``betainc``), and a Binomial success count
+    with a censored upper end (``pm.Censored``: the Binomial log-survival)."""
+    rng = np.random.default_rng(18)
+    X = rng.normal(size=n)
+    y = rng.negative_binomial(3.0, 3.0 / (3.0 + np.exp(1.0 + 0.4 * X)))
+    keep = y <= 12
+    X, y = X[keep], y[keep]
+    k = np.minimum(rng.binomial(20, 0.35, size=n), 10)
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 2)
+        b = pm.Normal("b", 0, 1)
+        alpha = pm.Gamma("alpha", 2, 0.5)
+        p = pm.Beta("p", 2, 2)
+        pm.Truncated("y", pm.NegativeBinomial.dist(mu=pm.math.exp(a + b * X), alpha=alpha), upper=12, observed=y)
+        pm.Censored("k", pm.Binomial.dist(n=20, p=p), lower=None, upper=10, observed=k)
+    return model
+
+
+def censored_beta(n: int = 100) -> pm.Model:
+    """Proportions reported as at most 0.05 or at least 0.95 (``pm.Censored``
+    of Beta on both sides: ``log(betainc)`` and its complement)."""
+    rng = np.random.default_rng(19)
+    y = np.clip(rng.beta(2.0, 5.0, size=n), 0.05, 0.95)
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 2, 1)
+        beta = pm.Gamma("beta", 2, 0.5)
+        pm.Censored("y", pm.Beta.dist(alpha=alpha, beta=beta), lower=0.05, upper=0.95, observed=y)
+    return model
+
+
 CDF_MODELS = {f.__name__: f for f in (censored_weibull, censored_gamma, truncated_normal, truncated_poisson,
-                                      ordered_logistic, skew_normal, gamma_logcdf)}
+                                      ordered_logistic, skew_normal, gamma_logcdf, censored_student_t,
+                                      truncated_negative_binomial, censored_beta)}

@@ -44,9 +44,11 @@ def _pytensor_float_dtypes(model) -> set:
 
 
 # The betainc models: their raw form only, in the slow job (40-90 s each in 2.38: an 11 s
-# compile of the betainc_grad ScalarLoops and PyTensor's Python-mode reference of them);
+# compile of the betainc_grad ScalarLoops and PyTensor's Python-mode reference of them); the
+# two longest in the extended job (CI's 45-minute budget).
 # tests/numerics/test_incomplete_beta.py checks the same gradients in the main suite.
 BETAINC_MODELS = {"censored_student_t", "truncated_negative_binomial", "censored_beta"}
+EXTENDED_MODELS = {"censored_student_t", "truncated_negative_binomial"}
 
 
 def _cases():
@@ -54,7 +56,8 @@ def _cases():
         for form in FORMS if name not in BETAINC_MODELS else ["raw"]:
             # "compiled": two C compilations per model; "ravel" repeats "raw" through PyMC's
             # sampler wrapper (the slow job runs both)
-            marks = [pytest.mark.slow] if form != "raw" or name in BETAINC_MODELS else []
+            marks = [pytest.mark.extended] if name in EXTENDED_MODELS else [pytest.mark.slow] if (
+                form != "raw" or name in BETAINC_MODELS) else []
             yield pytest.param(name, form, marks=marks, id=f"{name}-{form}")
 
 

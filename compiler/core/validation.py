@@ -20,6 +20,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ir import symbolic as sym
 from passes import Pass, registered_passes
 
 def check_pass_list(passes) -> None:
@@ -74,7 +75,8 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
     baked as an initializer: ``x + b`` with ``b`` of length 3 fixes ``x``'s
     last dim to 3, ``x @ W`` fixes ``x``'s inner dim to ``W.shape[0]``;
     PyTensor refuses another size, "Runtime broadcasting not allowed" or
-    "shapes not aligned"). ONNX has no assertion and would broadcast a
+    "shapes not aligned"); and a reshape to a constant shape of a value
+    whose size is ``k * dim`` for one input dim (``_reshape_fixes``). ONNX has no assertion and would broadcast a
     length-1 dim, so ``run`` checks these on the inputs. Sizes computed at
     run time and dims that are not an input's own are not checked.
     """
@@ -83,6 +85,7 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
     from pytensor.tensor.blockwise import Blockwise
     from pytensor.tensor.elemwise import Elemwise
     from pytensor.tensor.math import Dot
+    from pytensor.tensor.shape import Reshape
     from pytensor.tensor.utils import _parse_gufunc_signature
 
     graph = lowered.graph
@@ -150,6 +153,8 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
                                       if isinstance(op, Blockwise) else "gufunc"
                                       if getattr(op, "gufunc_signature", None) else None)
         if kind is None:
+            if isinstance(op, Reshape):
+                fixed.extend(_reshape_fixes(ir_dims(node.inputs[0]), node.outputs[0].type.shape, owner))
             continue
         if kind == "blockwise" and not isinstance(op.core_op, Dot) or kind == "gufunc":
             # a core dim name repeated in the signature ("(m,m)->()": det, inv, cholesky; "(m,m),(m,n)->(m,n)":
@@ -204,6 +209,26 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
         if (None, size) not in group:
             group.append((None, size))
     return [g for g in groups.values() if len(g) > 1]
+
+
+def _reshape_fixes(dims, target, owner) -> list[tuple[str, int]]:
+    """``[(dim, size)]`` when a reshape of a value of IR shape ``dims`` to the
+    static ``target`` (PyTensor's output type) fixes one input dim: the
+    value's size is ``k * dim`` for one input dim and a constant k, so
+    ``np.reshape`` succeeds only at ``dim = prod(target) / k``. Otherwise
+    (several dims, a non-linear size, an unknown target) nothing."""
+    if dims is None or any(not isinstance(t, int) for t in target):
+        return []
+    size = sym.product(dims)
+    names = sym.symbols(size)
+    if len(names) != 1 or next(iter(names)) not in owner:
+        return []
+    (name,) = names
+    k = sym.evaluate(size, {name: 1})
+    if k <= 0 or sym.evaluate(size, {name: 0}) != 0 or sym.evaluate(size, {name: 2}) != 2 * k:
+        return []
+    total = int(np.prod(target, dtype=np.int64))
+    return [(name, total // k)] if total % k == 0 else []
 
 
 def _nothing_to_join(shapes, owner) -> bool:

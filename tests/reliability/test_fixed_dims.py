@@ -100,3 +100,21 @@ def test_a_non_square_matrix_is_refused_as_pytensor_refuses_it(op):
     if op == "solve":
         with pytest.raises(ValueError, match="input 'b' axis 0 has size 3"):
             m.run(square, np.ones((3, 1)))
+
+
+def test_a_reshape_to_a_constant_shape_fixes_the_one_input_dim_its_size_depends_on():
+    # concatenate([x, x]) has 2 * x_dim0 elements: reshaping it to (4, 1) fixes x_dim0 to 2, even where
+    # later rewrites remove the reshape (PyTensor 3.0's softmax over a length-1 axis is all ones)
+    x = pt.vector("x")
+    out = pt.special.softmax(pt.concatenate([x, x]).reshape((4, 1)), axis=1)
+    with pytest.raises((ValueError, AssertionError)):  # the reshape, or a SpecifyShape rewritten from it
+        pytensor.function([x], out, mode=REFERENCE_MODE)(np.ones(3))
+    m = compile_to_onnx([x], outputs=[out])
+    assert [d if isinstance(d, int) else d.value for d in m.onnx_model.graph.inputs[0].shape] == [2]
+    with pytest.raises(ValueError, match=r"input 'x' axis 0 must have size 2, got shape \(3,\)"):
+        m.run(np.ones(3))
+    np.testing.assert_allclose(m.run(np.ones(2))[0], np.ones((4, 1)))
+    # two input dims (x_dim0 * y_dim0 elements): neither is fixed
+    y = pt.vector("y")
+    m = compile_to_onnx([x, y], outputs=[pt.outer(x, y).reshape((6,))])
+    assert m.equal_dims == []

@@ -25,6 +25,11 @@ raw-graph model (``CompiledModel.run``: the input check, then onnxruntime).
   inside the graph (a slice, a reshape of the changed input), so no input
   dim is fixed and ONNX has no assertion to refuse it at run time
   (``x0[-1:1] / x1`` with ``x0`` of length 1 and ``x1`` of length 0).
+- PyTensor raises "zero-size array to reduction operation ... which has
+  no identity" (``max`` inside ``softmax``, ``argmax`` of an empty axis: a
+  dim the wrong input made 0) and the model returned an empty result:
+  ``known``, ``empty-reduction``. ONNX's reductions over an empty axis give
+  the reduction's identity (-inf for ReduceMax) and raise nothing.
 - PyTensor runs it and the input check refuses, or onnxruntime fails, or the
   result's shape or dtype differs: ``mismatch``.
 - PyTensor raises anything else (an ``IndexError`` of an index the smaller
@@ -40,6 +45,7 @@ from compiler import compile_to_onnx
 SHAPE_ERRORS = (ValueError, AssertionError)
 REFUSED_BY_ORT = "wrong-shape-refused-by-onnxruntime"
 COMPUTED_DIM = "computed-dim-runtime-broadcast"
+EMPTY_REDUCTION = "empty-reduction"
 
 
 def wrong_shape_variants(program) -> list[tuple[str, list, tuple[str, int]]]:
@@ -106,6 +112,8 @@ def _judge(program, what: str, data: list, changed: tuple[str, int], reference_f
     if pytensor_error is not None:
         if "Runtime broadcasting not allowed" in str(pytensor_error) and _in_no_checked_group(program, changed):
             return ("known", f"{COMPUTED_DIM}: {what}: PyTensor: {str(pytensor_error)[:100]}", COMPUTED_DIM)
+        if "zero-size array to reduction operation" in str(pytensor_error) and np.size(got) == 0:
+            return ("known", f"{EMPTY_REDUCTION}: {what}: PyTensor: {str(pytensor_error)[:100]}", EMPTY_REDUCTION)
         return ("mismatch", f"{what}: the model returned shape {np.shape(got)} where PyTensor raised "
                 f"{type(pytensor_error).__name__}: {str(pytensor_error)[:150]}", "")
     want = np.asarray(want)

@@ -124,26 +124,6 @@ def test_alloc_constant_shape_is_static():
     assert node.op == "expand" and node.inputs[1].const.tolist() == [2, 3] and node.output.shape == (2, 3)
 
 
-def test_alloc_of_a_value_longer_than_the_target_is_refused_as_pytensor_refuses_it():
-    # ONNX Expand broadcasts both ways ((2,) to (1,) gives (2,)); Alloc raises: the reshape guard fails
-    import pytensor
-    from compiler import compile_to_onnx
-
-    v, n = pt.dvector("v"), pt.lscalar("n")
-    out = pt.alloc(v, n)
-    with pytest.raises(ValueError):
-        pytensor.function([v, n], out, mode=pytensor.compile.mode.Mode(linker="py", optimizer=None))(np.ones(2), 1)
-    m = compile_to_onnx([v, n], outputs=[out])
-    with pytest.raises(Exception, match="(?i)reshape"):
-        m.run(np.ones(2), np.int64(1))
-    np.testing.assert_array_equal(m.run(np.arange(3.0), np.int64(3))[0], np.arange(3.0))
-    np.testing.assert_array_equal(m.run(np.ones(1), np.int64(4))[0], np.ones(4))
-    # a value whose dims are 1 or the target's own needs no guard
-    s = pt.dscalar("s")
-    guarded = lambda o: [nd.op for nd in lower(graph_spec([s, n], [o])).graph.nodes]  # noqa: E731
-    assert "reshape" not in guarded(pt.alloc(s, n, 3))
-
-
 def test_alloc_empty():
     """AllocEmpty's content is undefined, so compare its shape and an overwrite."""
     n = pt.lscalar("n")

@@ -93,6 +93,24 @@ def _square_of(value: Value) -> Value | None:
     return None
 
 
+def _normalized_size(m: Match, x: Value, op: str) -> int | str:
+    """The static size of ``x``'s last axis when ``m`` (a division by
+    ``sqrt(... + eps)``) may become ``op`` over it, else why not: a dtype
+    outside ``RECOVERED_DTYPES``, a symbolic axis, an epsilon that is not
+    one number >= 0, or a division that broadcasts beyond ``x``."""
+    if x.dtype not in RECOVERED_DTYPES:
+        return f"{op} is not recovered for {x.dtype} (see RECOVERED_DTYPES)"
+    size = x.shape[-1]
+    if not isinstance(size, int):
+        return f"the normalized axis has no static size ({size})"
+    eps = np.asarray(m.eps.const).reshape(-1)
+    if eps.size != 1 or not eps[0] >= 0:
+        return f"epsilon {m.eps.const} is not one number >= 0"
+    if m.root.output.shape != x.shape:
+        return "the division broadcasts beyond x"
+    return size
+
+
 def layer_norm(rw: Rewriter, m: Match) -> Value | str:
     """(x - mean) / sqrt(mean((x - mean)^2) + eps) -> layer_norm (rule 1)."""
     d = m.d
@@ -105,16 +123,10 @@ def layer_norm(rw: Rewriter, m: Match) -> Value | str:
     var_source = mean_source(m.var)
     if var_source is None or _square_of(var_source) is not d:
         return "the variance is not the mean of (x - mean(x)) squared over the last axis"
-    if x.dtype not in RECOVERED_DTYPES:
-        return f"layer_norm is not recovered for {x.dtype} (see RECOVERED_DTYPES)"
-    size = x.shape[-1]
-    if not isinstance(size, int):
-        return f"the normalized axis has no static size ({size})"
+    size = _normalized_size(m, x, "layer_norm")
+    if isinstance(size, str):
+        return size
     eps = np.asarray(m.eps.const).reshape(-1)
-    if eps.size != 1 or not eps[0] >= 0:
-        return f"epsilon {m.eps.const} is not one number >= 0"
-    if m.root.output.shape != x.shape:
-        return "the division broadcasts beyond x"
     ones = rw.const(np.ones(size, x.dtype.numpy), "ln_scale")
     zeros = rw.const(np.zeros(size, x.dtype.numpy), "ln_bias")
     return rw.add("layer_norm", [x, ones, zeros], {"epsilon": float(eps[0])})
@@ -126,16 +138,10 @@ def rms_norm(rw: Rewriter, m: Match) -> Value | str:
     source = mean_source(m.var)
     if source is None or _square_of(source) is not x:
         return "the divisor is not sqrt(mean(x^2) + eps) over the last axis of the dividend"
-    if x.dtype not in RECOVERED_DTYPES:
-        return f"rms_norm is not recovered for {x.dtype} (see RECOVERED_DTYPES)"
-    size = x.shape[-1]
-    if not isinstance(size, int):
-        return f"the normalized axis has no static size ({size})"
+    size = _normalized_size(m, x, "rms_norm")
+    if isinstance(size, str):
+        return size
     eps = np.asarray(m.eps.const).reshape(-1)
-    if eps.size != 1 or not eps[0] >= 0:
-        return f"epsilon {m.eps.const} is not one number >= 0"
-    if m.root.output.shape != x.shape:
-        return "the division broadcasts beyond x"
     return rw.add("rms_norm", [x, rw.const(np.ones(size, x.dtype.numpy), "rms_scale")], {"epsilon": float(eps[0])})
 
 

@@ -5,7 +5,7 @@ from passes.base import (ANALYSES, ENTRY_POINT_GROUP, TYPES, Analyses, Pass, Pas
                          registered_passes, resolve_passes, run_pass, run_pipeline)
 # Importing a pass module registers its passes.
 from passes import canonicalize, constant_folding, cse, dce  # noqa: F401
-from passes import shape_folding, shape_inference  # noqa: F401
+from passes import shape_folding, shape_inference, switch_sink  # noqa: F401
 from passes import cumulative_scan, if_sinking, if_to_where, scan_unroll  # noqa: F401
 from passes import (activations, batchnorm_folding, conv_bias, conv_recovery, filter_flip,  # noqa: F401
                     flatten_recovery, gemm_fusion, norm_recovery, pool_recovery, resize_recovery)
@@ -26,6 +26,10 @@ DEFAULT_PIPELINE: list[str] = [
     "constant-folding",
     # Folding makes new constants (ones, static shapes) the rules can use.
     "canonicalize",
+    # mul/div of a where with a zero branch -> where of the product, as
+    # PyTensor's default modes compute it (0, not NaN, where the branch is
+    # not taken: gradients of switches).
+    "switch-sink",
     # -- control flow ------------------------------------------------------
     # An accumulating loop becomes one cumsum; a short loop with a constant
     # trip count becomes straight-line code, which the rules below then see.

@@ -43,6 +43,13 @@ KERNELS = {
           %z: f32[3] = exp(%y)
           return %z
         }""",
+    "switch-sink": """
+        graph @k(%c: bool[3], %x: f32[3], %z: f32[3]) {
+          const %zero: f32[] = 0.0
+          %s: f32[3] = where(%c, %zero, %x)
+          %y: f32[3] = mul(%s, %z)
+          return %y
+        }""",
     "constant-folding": """
         graph @k(%x: f32[2]) {
           const %a: f32[2] = [1.0, 2.0]

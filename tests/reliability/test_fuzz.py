@@ -301,7 +301,7 @@ PYMC_OPEN_FINDINGS = {239: "Alloc of a longer value (Expand broadcasts both ways
                       351: "Alloc of a longer value (Expand broadcasts both ways)"}
 
 
-@pytest.mark.extended  # 420-580 s a chunk on the loaded 2-core machine; chunk 300 has an unexamined failure
+@pytest.mark.extended  # 130-580 s a chunk on the 2-core machine (idle to loaded); chunk 300's one failure is seed 351
 @pytest.mark.parametrize("start", [200, 300])
 def test_long_pymc_run_has_no_failures(start):
     pytest.importorskip("pymc")

@@ -31,7 +31,7 @@ import numpy as np
 import scipy.special as sp
 
 from ir.ops.common import broadcast_shapes, check_dtype, same_dtype
-from ir.opdef import BROADCASTING, ELEMENTWISE, TOTAL, OpDef, register
+from ir.opdef import BROADCASTING, ELEMENTWISE, TOTAL, Attr, OpDef, register
 from ir.types import TensorType
 
 
@@ -111,6 +111,21 @@ for _name, _fn in (BINARY_SPECIAL | TERNARY_SPECIAL).items():
                    (lambda fn: lambda args, attrs: [_in_dtype2(fn)(*args)])(_fn), 3 if _name in TERNARY_SPECIAL else 2,
                    traits={ELEMENTWISE, BROADCASTING, TOTAL},
                    doc=f"scipy.special.{_name} with broadcasting (PyTensor {_name})"))
+
+
+def _polygamma_infer(types, attrs, consts):
+    check_dtype(types[0], "f", "polygamma")
+    return [types[0]]
+
+
+def _polygamma_eval(args, attrs):
+    return [_in_dtype(lambda x: sp.polygamma(attrs["n"], x))(args[0])]
+
+
+# psi^(n)(x) for a constant order n >= 2 (0 and 1 are psi and trigamma): SciPy's values, which are
+# (-1)^(n+1) inf at +-0, the negative integers and -inf (backends/onnx/rules/polygamma_f64.py).
+register(OpDef("polygamma", _polygamma_infer, _polygamma_eval, 1, attrs={"n": Attr("int")},
+               traits={ELEMENTWISE, TOTAL}, doc="scipy.special.polygamma(n, x) elementwise, n >= 2 (PyTensor PolyGamma)"))
 
 
 register(OpDef("atan2", _atan2_infer, lambda args, attrs: [np.arctan2(*args).astype(args[0].dtype)], 2,

@@ -380,10 +380,12 @@ def _constant_order(ctx, node, args, what: str) -> int:
 def _polygamma(ctx, node, args):
     # PolyGamma.impl: scipy.special.polygamma(n, x); n = 0 is psi, n = 1 trigamma
     n = _constant_order(ctx, node, args, "order n")
-    if n not in (0, 1):
-        raise Unsupported(f"PolyGamma of order {n} (only orders 0 and 1, psi and trigamma, are lowered; "
-                          "higher orders need the Hurwitz zeta function)")
-    return [ctx.add("psi" if n == 0 else "trigamma", [ctx.cast(args[1], out_dtype(node))])]
+    x = ctx.cast(args[1], out_dtype(node))
+    if n < 0:  # SciPy's value (PolyGamma.impl) is NaN everywhere
+        return [ctx.add("mul", [x, ctx.const(np.array(np.nan, dtype=out_dtype(node).numpy))])]
+    if n <= 1:
+        return [ctx.add("psi" if n == 0 else "trigamma", [x])]
+    return [ctx.add("polygamma", [x], {"n": n})]
 
 
 def _bessel_i(scaled: bool):

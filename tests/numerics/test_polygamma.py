@@ -155,3 +155,16 @@ def test_second_and_third_derivatives_of_trigamma(compiled):
     for got, w, n in zip(m.run(xs), want, (1, 2, 3)):
         np.testing.assert_allclose(got, w, rtol=1e-13)
         np.testing.assert_allclose(got, 3.0 * sp.polygamma(n, xs), rtol=1e-13)
+
+
+def test_unregularized_incomplete_gammas():
+    """``gammau``/``gammal`` are PyTensor's ``gammaincc(k, x) * gamma(k)`` and
+    ``gammainc(k, x) * gamma(k)`` (``GammaU.impl``/``GammaL.impl``), and so
+    are the model's, with the bounds of their factors."""
+    k, x = pt.dvector("k"), pt.dvector("x")
+    kv = np.array([0.5, 2.0, 3.5, 30.0, 1e-3])
+    xv = np.array([1.0, 0.5, 7.0, 25.0, 2.0])
+    m = compile_to_onnx([k, x], outputs=[pt.gammau(k, x), pt.gammal(k, x)])
+    upper, lower = m.run(kv, xv)
+    np.testing.assert_allclose(upper, sp.gammaincc(kv, xv) * sp.gamma(kv), rtol=1e-13)
+    np.testing.assert_allclose(lower, sp.gammainc(kv, xv) * sp.gamma(kv), rtol=1e-13)

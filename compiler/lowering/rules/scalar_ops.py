@@ -53,13 +53,12 @@ BOOL = DType.BOOL
 scalar_rule = class_table_decorator(_SCALAR_RULES, "scalar")
 
 
-_ITERATIVE = ("has no accurate closed form: SciPy evaluates it with a series or continued fraction whose "
-              "number of terms depends on the arguments, which no fixed ONNX graph reproduces within "
-              "the accuracy contract (1e-14 relative)")
-# Special functions deliberately left unsupported, with the reason the error gives.
+_ITERATIVE = ("is not lowered yet: SciPy evaluates it with an iteration or series whose number of steps "
+              "depends on the arguments, to be written as an ONNX Loop as gammainc/betainc are (README, "
+              "'Special functions not lowered yet')")
+# Special functions not lowered yet, with the reason the error gives.
 NO_CLOSED_FORM = {name: _ITERATIVE for name in (
-    "GammaIncInv", "GammaIncCInv", "GammaU", "GammaL", "BetaIncInv",
-    "Hyp2F1", "Grad2F1Loop", "Owens_t", "Jv", "Kve")}
+    "GammaIncInv", "GammaIncCInv", "BetaIncInv", "Hyp2F1", "Grad2F1Loop", "Owens_t", "Jv", "Kve")}
 NO_CLOSED_FORM |= {"J0": "(Bessel J0) is not lowered yet", "J1": "(Bessel J1) is not lowered yet"}
 
 
@@ -374,6 +373,15 @@ def _constant_order(ctx, node, args, what: str) -> int:
         raise Unsupported(f"{type(node.op).__name__} with a non-constant or non-integer {what} has no "
                           "accurate ONNX form (only constant orders with a closed form are supported)")
     return int(np.ravel(order)[0])
+
+
+@scalar_rule(psm.GammaU, psm.GammaL)
+def _unregularized_incomplete_gamma(ctx, node, args):
+    # GammaU.impl / GammaL.impl: scipy.special.gammaincc(k, x) * gamma(k) (gammainc for GammaL)
+    dtype = out_dtype(node)
+    k, x = (ctx.cast(a, dtype) for a in args)
+    regularized = ctx.add("gammaincc" if isinstance(node.op, psm.GammaU) else "gammainc", [k, x])
+    return [ctx.add("mul", [regularized, ctx.add("gamma", [k])])]
 
 
 @scalar_rule(psm.PolyGamma)

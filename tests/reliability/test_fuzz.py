@@ -295,13 +295,31 @@ def test_quick_pymc_run_has_no_unexplained_failures(start):
     assert report.counts["match"] + report.counts["known"] == 8, report.summary()
 
 
-# Open findings of the pymc family (README "Not done yet"): ONNX Expand broadcasts both ways, so PyMC's
-# Weibull log-density, whose Alloc PyTensor refuses for a value longer than its target, returns a value.
-PYMC_OPEN_FINDINGS = {239: "Alloc of a longer value (Expand broadcasts both ways)",
-                      351: "Alloc of a longer value (Expand broadcasts both ways)"}
+# Open findings of the pymc family (README "Not done yet"): none. Seeds 239 and 351 (PyMC's Weibull
+# log-density fed a value longer than its Alloc's target of 1) are refused since Alloc guards such a dim.
+PYMC_OPEN_FINDINGS: dict[int, str] = {}
 
 
-@pytest.mark.extended  # 130-580 s a chunk on the 2-core machine (idle to loaded); chunk 300's one failure is seed 351
+def test_an_alloc_of_a_longer_value_fails_as_pytensors_does():
+    """``Alloc`` of a length-2 value to shape (1,) raises in PyTensor; ONNX
+    Expand alone would broadcast the target to the value's length."""
+    import pytensor.tensor as pt
+
+    x = pt.dvector("x")
+    model = compile_to_onnx([x], outputs=[pt.alloc(x, 1) * 2.0])
+    np.testing.assert_array_equal(model.run(np.array([3.0]))[0], [6.0])
+    with pytest.raises(Exception):
+        model.run(np.array([3.0, 4.0]))
+
+
+@pytest.mark.parametrize("seed", [239, 351])
+def test_the_pymc_seeds_of_the_longer_alloc_value(seed):
+    pytest.importorskip("pymc")
+    report = fuzz(seed, 1, shrink_failures=False, backend="python", family="pymc")
+    assert not report.failures, report.summary()
+
+
+@pytest.mark.extended  # 130-580 s a chunk on the 2-core machine (idle to loaded)
 @pytest.mark.parametrize("start", [200, 300])
 def test_long_pymc_run_has_no_failures(start):
     pytest.importorskip("pymc")

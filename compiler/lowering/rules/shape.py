@@ -187,13 +187,25 @@ def lower_shape_i(ctx, node):
 @lowers(Alloc)
 def lower_alloc(ctx, node):
     """Alloc(value, *shape): ``np.broadcast_to(value, shape)`` as ``expand``;
-    the shape is a constant when every dim is. ONNX's Expand broadcasts both
-    ways: a value longer than its target (length 2 to shape (1,)) gives the
-    longer result where ``Alloc`` raises (README "Not done yet": a guarding
-    reshape blocks resize-recovery's repeat patterns)."""
+    the shape is a constant when every dim is.
+
+    ONNX's Expand broadcasts both ways, so a value longer than a target dim
+    of 1 (length 2 to shape (1,)) would give the longer result where
+    ``Alloc`` raises. Where PyTensor's type says the target dim is 1 and the
+    value's dim is not statically 1, the result is reshaped to the target
+    shape, which fails at run time for such a value (and fixes the value's
+    size to 1 in the model's input types when it comes from an input). A
+    target dim of run-time size 1 is not guarded (README "Not done yet"):
+    a guard on every Alloc would hide the repeat patterns resize-recovery
+    finds."""
     value = ctx.get(node.inputs[0])
     shape = int64_vector(ctx, [int64_scalar(ctx, s) for s in node.inputs[1:]])
-    return [ctx.add("expand", [value, shape])]
+    out = ctx.add("expand", [value, shape])
+    target, given = node.outputs[0].type.shape, node.inputs[0].type.shape
+    aligned = (1,) * (len(target) - len(given)) + tuple(given)
+    if any(t == 1 and v != 1 for t, v in zip(target, aligned)):
+        out = ctx.add("reshape", [out, shape])
+    return [out]
 
 
 @lowers(AllocEmpty)

@@ -1,0 +1,45 @@
+"""The supported-ops page is generated from the lowering registries and
+names every entry they hold (issue 28: "lists every lowering the registry
+holds")."""
+
+from __future__ import annotations
+
+import compiler.nn  # noqa: F401 - its rules register on import, as the docs build imports it
+from compiler.lowering import find_rule, supported_op_types
+from compiler.lowering.rules import linalg, random
+from compiler.lowering.rules.scalar_ops import NO_CLOSED_FORM, supported_scalar_ops
+from tests.docs.pages import DOCS, docs_extension
+
+
+def _name(cls: type) -> str:
+    return f"``{cls.__module__}.{cls.__qualname__}``"
+
+
+def test_the_page_lists_every_lowering_rule_and_scalar_rule():
+    text = docs_extension().supported_ops_rst()
+    ops, scalars = supported_op_types(), supported_scalar_ops()
+    assert len(ops) > 60 and len(scalars) > 60  # the registries were filled (compiler.nn's rules included)
+    assert any(cls.__module__.startswith("compiler.nn") for cls in ops)
+    for cls in ops:
+        rule = find_rule(cls)
+        assert f"   * - {_name(cls)}\n     - ``{rule.__module__}.{rule.__name__}``" in text, cls
+    for cls in scalars:
+        assert f"   * - {_name(cls)}\n" in text, cls
+    assert f"holds {len(ops)} PyTensor ``Op`` classes and {len(scalars)} scalar ops" in text
+    # each class once per table: the rows are the registries, nothing added
+    assert text.count("\n   * - ``") == (len(ops) + len(scalars) + len(linalg.BLOCKWISE_RULES)
+                                        + len(random._TRANSFORMS) + len(NO_CLOSED_FORM))
+
+
+def test_the_batched_core_ops_distributions_and_unsupported_special_functions_are_listed():
+    text = docs_extension().supported_ops_rst()
+    assert len(linalg.BLOCKWISE_RULES) >= 1 and len(random._TRANSFORMS) == 11
+    for cls in [*linalg.BLOCKWISE_RULES, *random._TRANSFORMS]:
+        assert f"   * - {_name(cls)}\n" in text, cls
+    for name, reason in NO_CLOSED_FORM.items():
+        assert f"   * - ``{name}``\n     - {reason}\n" in text
+
+
+def test_the_page_is_the_generated_table():
+    page = (DOCS / "supported-ops.rst").read_text()
+    assert page.rstrip().endswith(".. supported-ops::")

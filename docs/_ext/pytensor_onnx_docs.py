@@ -1,6 +1,6 @@
 """The documentation's generated parts, as a Sphinx extension.
 
-- ``.. supported-ops::`` (``supported-ops.rst``): every lowering the
+- ``.. supported-ops::`` (``supported-ops.md``, in an ``eval-rst`` block): every lowering the
   registries hold, read from them at build time
   (``compiler.lowering.registry.supported_op_types``, ``rules.scalar_ops.
   supported_scalar_ops``, ``rules.linalg.BLOCKWISE_RULES``, the random
@@ -60,23 +60,23 @@ def supported_ops_rst() -> str:
     rules = {cls: find_rule(cls) for cls in supported_op_types()}
     out = [f"The registry holds {len(rules)} PyTensor ``Op`` classes and {len(_SCALAR_RULES)} scalar ops "
            "(generated from the registries when this page was built).", ""]
-    out += ["Ops", "---", ""]
+    out += [".. rubric:: Ops", ""]
     out += _table("PyTensor ``Op`` classes with a lowering rule (``@lowers``; subclasses use their base's rule)",
                   ("Op", "rule", "what it does"), rows(rules))
-    out += ["Scalar ops", "----------", "",
+    out += [".. rubric:: Scalar ops", "",
             "Inside ``Elemwise`` and fused ``Composite`` ops (``@scalar_rule``):", ""]
     out += _table("PyTensor ``ScalarOp`` classes with a scalar rule", ("scalar op", "rule", "what it does"),
                   rows(_SCALAR_RULES))
-    out += ["Batched core ops", "----------------", "",
+    out += [".. rubric:: Batched core ops", "",
             "``Blockwise`` core ops with a rule of their own (any other core op with a lowering runs as a "
             "loop over the batch):", ""]
     out += _table("Core ops of ``Blockwise`` with their own rule", ("core op",),
                   sorted((f"``{_class_name(cls)}``",) for cls in linalg.BLOCKWISE_RULES))
-    out += ["Random distributions", "--------------------", "",
+    out += [".. rubric:: Random distributions", "",
             "Under ``random=\"inputs\"`` or ``\"onnx\"`` (``compiler/lowering/rules/random.py``):", ""]
     out += _table("Random variables with an exact noise transform", ("RandomVariable",),
                   sorted((f"``{_class_name(cls)}``",) for cls in random._TRANSFORMS))
-    out += ["Special functions left unsupported", "----------------------------------", ""]
+    out += [".. rubric:: Special functions left unsupported", ""]
     out += _table("Scalar ops the error names, with its reason", ("scalar op", "reason"),
                   sorted((f"``{name}``", reason) for name, reason in NO_CLOSED_FORM.items()))
     return "\n".join(out)
@@ -88,7 +88,7 @@ class SupportedOps(SphinxDirective):
     def run(self):
         container = nodes.container()
         self.state.nested_parse(StringList(supported_ops_rst().splitlines(), source="<supported-ops>"),
-                                self.content_offset, container, match_titles=True)
+                                self.content_offset, container)
         return container.children
 
 

@@ -38,7 +38,7 @@ class Block:
 
     @property
     def where(self) -> str:
-        return f"docs/{self.page}:{self.line}"
+        return f"{(DOCS / self.page).resolve().relative_to(DOCS.parent)}:{self.line}"
 
 
 _FENCE = re.compile(r"^(`{3,})\s*(\S*)\s*(.*)$")
@@ -54,8 +54,9 @@ def pages() -> list[str]:
 
 
 def code_blocks(page: str) -> list[Block]:
-    """The fenced code blocks of the MyST page ``page`` in order, MyST
-    directives in ``DIRECTIVES`` left out.
+    """The fenced code blocks of the MyST page ``page`` (a path relative to
+    ``docs/``: ``../README.md`` is the README) in order, MyST directives in
+    ``DIRECTIVES`` left out.
 
     Raises:
         ValueError: a fence that is never closed.

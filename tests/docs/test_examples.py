@@ -91,3 +91,9 @@ def test_the_examples_of_the_page_run(page, tmp_path, monkeypatch):
         pytest.importorskip(module)
     monkeypatch.chdir(tmp_path)
     assert run_page(page) > 0
+
+
+def test_the_readme_example_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run_page("../README.md") == 1
+    assert (tmp_path / "model.onnx").is_file()

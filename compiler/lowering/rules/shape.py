@@ -189,7 +189,7 @@ def lower_alloc(ctx, node):
     """Alloc(value, *shape): ``np.broadcast_to(value, shape)`` as ``expand``;
     the shape is a constant when every dim is. ONNX's Expand broadcasts both
     ways: a value longer than its target (length 2 to shape (1,)) gives the
-    longer result where ``Alloc`` raises (README "Not done yet": a guarding
+    longer result where ``Alloc`` raises (docs/status.md "Not done yet": a guarding
     reshape blocks resize-recovery's repeat patterns)."""
     value = ctx.get(node.inputs[0])
     shape = int64_vector(ctx, [int64_scalar(ctx, s) for s in node.inputs[1:]])

@@ -8,7 +8,7 @@ import compiler.nn  # noqa: F401 - its rules register on import, as the docs bui
 from compiler.lowering import find_rule, supported_op_types
 from compiler.lowering.rules import linalg, random
 from compiler.lowering.rules.scalar_ops import NO_CLOSED_FORM, supported_scalar_ops
-from tests.docs.pages import DOCS, docs_extension
+from tests.docs.pages import DOCS, docs_generator
 
 
 def _name(cls: type) -> str:
@@ -16,7 +16,7 @@ def _name(cls: type) -> str:
 
 
 def test_the_page_lists_every_lowering_rule_and_scalar_rule():
-    text = docs_extension().supported_ops_rst()
+    text = docs_generator().supported_ops_rst()
     ops, scalars = supported_op_types(), supported_scalar_ops()
     assert len(ops) > 60 and len(scalars) > 60  # the registries were filled (compiler.nn's rules included)
     assert any(cls.__module__.startswith("compiler.nn") for cls in ops)
@@ -32,7 +32,7 @@ def test_the_page_lists_every_lowering_rule_and_scalar_rule():
 
 
 def test_the_batched_core_ops_distributions_and_unsupported_special_functions_are_listed():
-    text = docs_extension().supported_ops_rst()
+    text = docs_generator().supported_ops_rst()
     assert len(linalg.BLOCKWISE_RULES) >= 1 and len(random._TRANSFORMS) == 11
     for cls in [*linalg.BLOCKWISE_RULES, *random._TRANSFORMS]:
         assert f"   * - {_name(cls)}\n" in text, cls

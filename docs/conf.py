@@ -41,5 +41,6 @@ html_title = "pytensor-onnx"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
+    "secondary_sidebar_items": {"**": ["page-toc", "sourcelink"], "supported-ops": []},  # its tables are wide
 }
 html_static_path = []

@@ -32,51 +32,61 @@ def _summary(obj) -> str:
     return "".join(part if i % 2 else re.sub(r"([\\*`|_])", r"\\\1", part) for i, part in enumerate(parts))
 
 
-def _class_name(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
 def _table(title: str, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    lines = [f".. list-table:: {title}", "   :header-rows: 1", "   :widths: auto", ""]
+    widths = {4: "15 20 20 45", 2: "30 70"}.get(len(header), "100")
+    lines = [f".. list-table:: {title}", "   :header-rows: 1", f"   :widths: {widths}", ""]
     for row in [header, *rows]:
         lines.append(f"   * - {row[0]}")
         lines.extend(f"     - {cell}" for cell in row[1:])
     return [*lines, ""]
 
 
+def _family(module: str) -> str:
+    """The file of a rule's module, as the page names it
+    (``compiler/lowering/rules/linalg.py``)."""
+    return module.replace(".", "/") + ".py"
+
+
+def _op_rows(table: dict) -> list[tuple[str, ...]]:
+    """One row per op class: its name, its module, the rule's name and summary."""
+    return sorted((f"``{cls.__qualname__}``", f"``{cls.__module__}``", f"``{rule.__name__}``", _summary(rule))
+                  for cls, rule in table.items())
+
+
 def supported_ops_rst() -> str:
-    """The generated part of the supported-ops page (reStructuredText): one
-    table per registry, each row an op class (module and name), the rule's
-    module and function, and the first paragraph of its docstring."""
+    """The generated part of the supported-ops page (reStructuredText): the
+    lowering rules as one table per rule module (each row an op class, its
+    module, the rule function and the first paragraph of its docstring), the
+    scalar rules, the batched core ops, the random distributions and the
+    special functions left unsupported."""
     import compiler  # noqa: F401 - registers every lowering rule
     import compiler.nn  # noqa: F401 - registers the building blocks' rules
     from compiler.lowering import find_rule, supported_op_types
     from compiler.lowering.rules import linalg, random
     from compiler.lowering.rules.scalar_ops import NO_CLOSED_FORM, _SCALAR_RULES
 
-    def rows(table: dict) -> list[tuple[str, ...]]:
-        return sorted((f"``{_class_name(cls)}``", f"``{rule.__module__}.{rule.__name__}``", _summary(rule))
-                      for cls, rule in table.items())
-
     rules = {cls: find_rule(cls) for cls in supported_op_types()}
     out = [f"The registry holds {len(rules)} PyTensor ``Op`` classes and {len(_SCALAR_RULES)} scalar ops "
-           "(generated from the registries when this page was built).", ""]
-    out += [".. rubric:: Ops", ""]
-    out += _table("PyTensor ``Op`` classes with a lowering rule (``@lowers``; subclasses use their base's rule)",
-                  ("Op", "rule", "what it does"), rows(rules))
+           "(generated from the registries when this page was built). A rule covers the subclasses of its "
+           "class (inplace variants, ...) unless they have their own.", ""]
+    header = ("Op", "from", "rule", "what it does")
+    for module in sorted({rule.__module__ for rule in rules.values()}):
+        family = {cls: rule for cls, rule in rules.items() if rule.__module__ == module}
+        out += [f".. rubric:: ``{_family(module)}``", ""]
+        out += _table(f"{len(family)} op{'s' if len(family) > 1 else ''}", header, _op_rows(family))
     out += [".. rubric:: Scalar ops", "",
-            "Inside ``Elemwise`` and fused ``Composite`` ops (``@scalar_rule``):", ""]
-    out += _table("PyTensor ``ScalarOp`` classes with a scalar rule", ("scalar op", "rule", "what it does"),
-                  rows(_SCALAR_RULES))
+            "Inside ``Elemwise`` and fused ``Composite`` ops (``@scalar_rule``, "
+            "``compiler/lowering/rules/scalar_ops.py``):", ""]
+    out += _table("PyTensor ``ScalarOp`` classes with a scalar rule", header, _op_rows(_SCALAR_RULES))
     out += [".. rubric:: Batched core ops", "",
             "``Blockwise`` core ops with a rule of their own (any other core op with a lowering runs as a "
             "loop over the batch):", ""]
-    out += _table("Core ops of ``Blockwise`` with their own rule", ("core op",),
-                  sorted((f"``{_class_name(cls)}``",) for cls in linalg.BLOCKWISE_RULES))
+    out += _table("Core ops of ``Blockwise`` with their own rule", ("core op", "from"),
+                  sorted((f"``{cls.__qualname__}``", f"``{cls.__module__}``") for cls in linalg.BLOCKWISE_RULES))
     out += [".. rubric:: Random distributions", "",
             "Under ``random=\"inputs\"`` or ``\"onnx\"`` (``compiler/lowering/rules/random.py``):", ""]
-    out += _table("Random variables with an exact noise transform", ("RandomVariable",),
-                  sorted((f"``{_class_name(cls)}``",) for cls in random._TRANSFORMS))
+    out += _table("Random variables with an exact noise transform", ("RandomVariable", "from"),
+                  sorted((f"``{cls.__qualname__}``", f"``{cls.__module__}``") for cls in random._TRANSFORMS))
     out += [".. rubric:: Special functions left unsupported", ""]
     out += _table("Scalar ops the error names, with its reason", ("scalar op", "reason"),
                   sorted((f"``{name}``", reason) for name, reason in NO_CLOSED_FORM.items()))

@@ -28,6 +28,8 @@ myst_heading_anchors = 3
 
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_member_order = "bysource"
+# compiler.pymc_model imports PyMC, which pins PyTensor 2.38: the docs build (3.0 venv) reads it without
+autodoc_mock_imports = ["pymc"]
 autodoc_typehints = "description"
 autosummary_generate = False
 napoleon_google_docstring = True

@@ -13,7 +13,7 @@ error counts per group, then every non-passing case.
   floats within ``rtol`` (1e-5 float32, 1e-10 float64: onnxruntime's
   transcendental kernels are a few ulp from NumPy's);
 - unsupported: ``UnsupportedOpsError`` or ``EmitError`` (the op has no exact
-  ONNX form, or no onnxruntime kernel for the dtype; README "Not done yet");
+  ONNX form, or no onnxruntime kernel for the dtype; docs/status.md "Not done yet");
 - mismatch: the values differ (a bug to fix or a documented difference);
 - error: anything else (a bug).
 

@@ -15,7 +15,7 @@ outputs never alias.
 Which PyTensor rewrites run before lowering (``REWRITES``): only
 ``minimum_compile`` (what every PyTensor linker requires), so our lowering
 sees the graph as the user wrote it. ``bench/bench_mode.py`` measured the
-alternatives (README, "PyTensor mode"): the same ONNX graphs for the demo MLP
+alternatives (docs/compile-options.md, "PyTensor mode"): the same ONNX graphs for the demo MLP
 and CNN, a smaller scan with ``canonicalize+stabilize`` (5 nodes against 8)
 but the hand-written MNIST CNN grows from 13 to 32 nodes (PyTensor's
 canonical forms hide the convolutions from ``conv-recovery``), and

@@ -1,4 +1,4 @@
-"""The numerics modes of a compilation (README "Numerics contract"), shared
+"""The numerics modes of a compilation (docs/numerics.md), shared
 by the passes that choose a form and by the emitter.
 
 ``"fast"`` (the default): the fastest form within the numerics contract

@@ -25,7 +25,7 @@ symbolic (static kernels). Rules:
    Without the crop, a split to ``(H//k, k)`` of a symbolic H (PyTensor's
    idiom ``x.reshape((n, c, h // 2, 2, w // 2, 2))``) is the pool too: for
    an H that k does not divide PyTensor's reshape raises where the pool
-   floors (README, "Numerics contract").
+   floors (docs/numerics.md).
 
 2. window-mean: ``sum / count`` or ``sum * (1/count)`` of the same reshape
    summed over the window axes, ``count = prod(k)``, is ``avg_pool``. The sum
@@ -237,7 +237,7 @@ def _splits(d, n, k: int) -> bool:
     """Whether an axis of size ``d`` reshaped to ``(n, k)`` is a split:
     ``n * k == d``, or ``n == d // k`` (the floor-mode window count: where
     ``k`` does not divide ``d``, PyTensor's reshape raises and the pool drops
-    the remainder, README "Numerics contract")."""
+    the remainder, docs/numerics.md)."""
     return symbolic.mul(n, k) == d or (not isinstance(d, int) and n == symbolic.floordiv(d, k))
 
 
@@ -381,7 +381,7 @@ def _grids(leaves: list[Value]) -> tuple[list[tuple[Strided, tuple, tuple]], lis
     with the floor-mode count ``(H - k) // s + 1`` as their length. Where
     the lengths differ at run time (an odd H for k = s = 2), PyTensor's
     elementwise maximum raises and the pool drops the remainder; where they
-    are equal, they equal that count (the README's numerics contract)."""
+    are equal, they equal that count (the numerics contract, docs/numerics.md)."""
     groups: dict[tuple, list[tuple[Value, Strided | None]]] = {}
     for leaf in leaves:
         s = strided_slice(leaf)

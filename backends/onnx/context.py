@@ -49,7 +49,7 @@ class EmitOptions:
         value_info: also declare the type of every node output and
             initializer (ONNX ``value_info``), symbolic dims included.
         numerics: ``"fast"`` (the default) emits the fastest form within the
-            numerics contract (README "Numerics contract"): a float ``where``
+            numerics contract (docs/numerics.md): a float ``where``
             is one Where, SiLU is Sigmoid + Mul, and no other node exists
             only to fix the sign of a zero result. ``"strict"`` keeps the
             bit-exact forms (NumPy's sign of zero everywhere, SiLU with

@@ -7,7 +7,7 @@ node plus the text of the advice). Findings with the same kind and source
 line are merged (``Advice.count``). ``CompiledModel.report()`` lists them and
 ``compile_to_onnx`` warns once (``SlowFormWarning``) when there are any.
 
-Kinds (measured on this machine, see README "Performance advisor"):
+Kinds (measured on this machine, see docs/compile-options.md, "Performance advisor"):
 
 - ``float64-window``: a float64 ``conv``/``convolve2d``/``avg_pool`` under
   ``float64_conv="exact"`` (the default): onnxruntime's CPU provider has no

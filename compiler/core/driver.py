@@ -316,7 +316,7 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
             whose docstring says more):
 
             - ``numerics``: ``"fast"`` (default): the fastest ONNX form
-              within the numerics contract (README "Numerics contract": exact
+              within the numerics contract (docs/numerics.md: exact
               dtypes, integer results, rounding, comparisons, NaN/inf
               positions and shapes; float values within a bound per op
               family; the sign of a zero may differ). ``"strict"``: the

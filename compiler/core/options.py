@@ -62,7 +62,7 @@ class CompileOptions:
 
     What the model computes:
         numerics: ``"fast"`` (default): the fastest form within the numerics
-            contract (README "Numerics contract": exact dtypes, integer
+            contract (docs/numerics.md: exact dtypes, integer
             results, rounding, comparisons, NaN/inf positions and shapes;
             float values within a bound per op family; the sign of a zero
             may differ). ``"strict"``: the bit-exact forms wherever the

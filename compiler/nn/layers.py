@@ -37,7 +37,7 @@ def batch_norm(x, gamma, beta, mean, var, eps: float = 1e-5) -> pt.TensorVariabl
     broadcast along the channel axis.
 
     Args:
-        x: float tensor (N, C, *spatial), rank >= 2.
+        x: float tensor (N, C, ``*spatial``), rank >= 2.
         gamma, beta, mean, var: (C,) tensors (scale, shift, running mean and
             running variance).
         eps: added to the variance, as a constant in ``var``'s dtype.

@@ -1,4 +1,4 @@
-"""The numerics contract (README "Numerics contract", ARCHITECTURE.md
+"""The numerics contract (docs/numerics.md, ARCHITECTURE.md
 "Numerics modes"), checked family by family in onnxruntime on models from
 ``compile_to_onnx`` in the default ``numerics="fast"`` mode.
 
@@ -131,7 +131,7 @@ def test_float64_elementary_against_mpmath(name):
     if name == "log":
         sel = sel[x[sel] > 0]
     if name in ("sin", "cos"):
-        sel = sel[np.abs(x[sel]) < 2**20]  # the contract's range for the reduction (README)
+        sel = sel[np.abs(x[sel]) < 2**20]  # the contract's range for the reduction (docs/numerics.md)
     with mpmath.workdps(40):
         want = np.array([float(MPMATH[name](mpmath.mpf(float(v)))) for v in x[sel]])
     err = ulp_error(got[name][sel], want)

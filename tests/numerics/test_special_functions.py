@@ -235,7 +235,7 @@ def test_atan2_quadrants_signed_zeros_and_accuracy(numerics):
     want = np.array([float(mp.atan2(mp.mpf(a), mp.mpf(b))) if ok else np.nan for a, b, ok in zip(y, x, general)])
     want = np.where(general, want, np.arctan2(y, x))
     zero = want == 0
-    if numerics == "strict":  # the sign of a zero result may differ under "fast" (README "Numerics contract")
+    if numerics == "strict":  # the sign of a zero result may differ under "fast" (docs/numerics.md)
         np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(np.arctan2(y, x)[zero]))
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     fin = ~np.isnan(want)

@@ -3,7 +3,7 @@ window counts are floor divisions of symbolic sizes (``reshape`` to
 ``(H // 2, 2)``, maxima of ``::2`` slices, a global mean dividing by a float
 product of sizes) as IR text before and after, the cases where they must not
 fire, and the documented odd-size difference: PyTensor raises where the
-recovered pool drops the remainder (README, "Numerics contract")."""
+recovered pool drops the remainder (docs/numerics.md)."""
 
 from __future__ import annotations
 

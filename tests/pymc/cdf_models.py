@@ -103,7 +103,7 @@ def gamma_logcdf(n: int = 100) -> pm.Model:
     """Interval-censored Gamma times: each observation contributes
     ``log(F(hi) - F(lo))`` through ``pm.logcdf`` (a CDF difference)."""
     rng = np.random.default_rng(16)
-    t = 1.0 + rng.gamma(3.0, 1.0, size=n)  # intervals from 1 up: see README on log(gammainc(a, 0))
+    t = 1.0 + rng.gamma(3.0, 1.0, size=n)  # intervals from 1 up: see docs/status.md on log(gammainc(a, 0))
     lo, hi = np.floor(t), np.floor(t) + 1.0
     with pm.Model() as model:
         alpha = pm.Gamma("alpha", 2, 0.5)

@@ -115,14 +115,14 @@ def test_emcee_vectorized_through_onnxruntime_matches_nuts_numba(name, reference
     assert _compare(got, want, f"{name} emcee") == f.size
 
 
-def test_the_readme_sampling_example_runs_as_written():
-    from pathlib import Path
+def test_the_docs_sampling_example_runs_as_written():
+    """The nutpie/emcee example of ``docs/pymc.md`` ("Sampling with onnxruntime"), the block
+    ``tests/docs/test_examples.py`` leaves to this test (RUN_ELSEWHERE)."""
+    from tests.docs.pages import code_blocks
+    from tests.docs.test_examples import RUN_ELSEWHERE
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = text[text.index("## Sampling with onnxruntime"):]
-    code = section[section.index("```python") + len("```python"):]
-    code = code[:code.index("```")]
+    block = next(b for b in code_blocks("pymc.md") if ("pymc.md", b.code.splitlines()[0]) in RUN_ELSEWHERE)
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)
+    exec(compile(block.code, block.where, "exec"), scope)
     assert scope["draws"]["mu"].shape == scope["draws"]["sigma"].shape == (32 * 1500,)
     assert abs(float(scope["trace"].posterior["mu"].mean()) - scope["draws"]["mu"].mean()) < 0.2

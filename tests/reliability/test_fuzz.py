@@ -1,7 +1,7 @@
 """The differential fuzzer: its pieces, a quick run of 200 graphs in the
 main suite and the 5,000-graph run in the slow job (``pytest -m slow``), both
 against the default mode's rewritten graph run by PyTensor's Python linker
-(README, "pytensor-onnx fuzz")."""
+(docs/compile-options.md, "pytensor-onnx fuzz")."""
 
 import re
 
@@ -114,7 +114,7 @@ def test_each_known_difference_needs_its_documented_condition_at_run_time():
                                             "fast-float32-sigmoid", "integer-overflow-in-float"}
 
 
-# Real bugs found and not fixed yet (listed in README's "Not done yet"); any
+# Real bugs found and not fixed yet (listed in docs/status.md "Not done yet"); any
 # other failure fails the test.
 OPEN_FINDINGS: dict[int, str] = {}  # none today (102710, 102908, 103566 fixed: specify_shape sizes)
 
@@ -295,7 +295,7 @@ def test_quick_pymc_run_has_no_unexplained_failures(start):
     assert report.counts["match"] + report.counts["known"] == 8, report.summary()
 
 
-# Open findings of the pymc family (README "Not done yet"): none. Seeds 239 and 351 (PyMC's Weibull
+# Open findings of the pymc family (docs/status.md "Not done yet"): none. Seeds 239 and 351 (PyMC's Weibull
 # log-density fed a value longer than its Alloc's target of 1) are refused since Alloc guards such a dim.
 PYMC_OPEN_FINDINGS: dict[int, str] = {}
 

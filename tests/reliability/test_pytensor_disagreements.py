@@ -1,4 +1,4 @@
-"""Where PyTensor disagrees with itself, the decision README records, pinned.
+"""Where PyTensor disagrees with itself, the decision docs/status.md records, pinned.
 
 The fuzzer (``compiler.tools.fuzz``) found these by running one graph through
 PyTensor's implementations (the default backend: Numba in 3.0, C in 2.38;

@@ -49,7 +49,7 @@ def lower_careduce(ctx: LoweringContext, node) -> list[Value]:
         Unsupported: other scalar ops, bitwise and/or reductions of ints, or
             Max/Min over an axis statically of length 0 (PyTensor raises;
             over a symbolic axis that is 0 at run time the model returns
-            -inf/+inf or the integer extremes, README's known differences).
+            -inf/+inf or the integer extremes, the known differences, docs/status.md).
     """
     op = node.op
     x = ctx.get(node.inputs[0])

@@ -54,7 +54,7 @@ scalar_rule = class_table_decorator(_SCALAR_RULES, "scalar")
 
 
 _ITERATIVE = ("is not lowered yet: SciPy evaluates it with an iteration or series whose number of steps "
-              "depends on the arguments, to be written as an ONNX Loop as gammainc/betainc are (README, "
+              "depends on the arguments, to be written as an ONNX Loop as gammainc/betainc are (docs/status.md, "
               "'Special functions not lowered yet')")
 # Special functions not lowered yet, with the reason the error gives.
 NO_CLOSED_FORM = {name: _ITERATIVE for name in (

@@ -195,7 +195,7 @@ def lower_alloc(ctx, node):
     value's dim is not statically 1, the result is reshaped to the target
     shape, which fails at run time for such a value (and fixes the value's
     size to 1 in the model's input types when it comes from an input). A
-    target dim of run-time size 1 is not guarded (README "Not done yet"):
+    target dim of run-time size 1 is not guarded (docs/status.md "Not done yet"):
     a guard on every Alloc would hide the repeat patterns resize-recovery
     finds."""
     value = ctx.get(node.inputs[0])

@@ -259,7 +259,7 @@ def _step(g: _Gen) -> None:
         g.emit(f"pt.{op}({x.name}, axis={axis})", dt, shape)
     elif family == "cumsum":
         if x.dtype == "bool" or x.dtype in ("int8", "int16", "int32", "uint8"):
-            return  # PyTensor's Python cumsum returns NumPy's int64/uint64 here (README; pinned in a test)
+            return  # PyTensor's Python cumsum returns NumPy's int64/uint64 here (docs/status.md; pinned in a test)
         axis = None if not x.shape or rng.random() < 0.3 else int(rng.integers(0, len(x.shape)))
         shape = (int(np.prod(x.shape)),) if axis is None else x.shape
         g.emit(f"pt.cumsum({x.name}, axis={axis})", x.dtype, shape)

@@ -329,7 +329,7 @@ def _default_mode_skips_nan(m: Mismatch) -> bool:
     return bool(m.node_inputs(lambda n: _scalar_op(n, ps.Maximum, ps.Minimum) or type(n.op).__name__ == "Argmax"))
 
 
-# Documented differences (README, "Known, documented differences"): a
+# Documented differences (docs/status.md, "Known, documented differences"): a
 # mismatch one of them explains is classified ``known`` with the entry's
 # name. Each predicate checks the exact documented condition at run time
 # (the values reaching the op), not the mere presence of an op.
@@ -340,7 +340,7 @@ KNOWN = [
     ("negative-int-power", "integer ** negative integer is unspecified (NumPy raises, C wraps)",
      _negative_integer_power),
     ("fast-float32-sigmoid", "numerics='fast' emits float32 sigmoid as ONNX Sigmoid, within 2 eps absolute "
-                             "(README, numerics contract), not the fuzzer's relative bound", _fast_sigmoid),
+                             "(docs/numerics.md), not the fuzzer's relative bound", _fast_sigmoid),
     ("integer-overflow-in-float", "int64 values beyond 2^53 lose precision when an op computes in float64",
      _int64_beyond_float64),
 ]
@@ -361,7 +361,7 @@ def implementation_difference(path: str, backend: str, inputs, out, fn, data, go
     (Numba in 3.0, C in 2.38; for the compiled path the default-mode function
     itself), each op's Python ``perform`` and its C code. When one of them
     gives the model's result ``got``, PyTensor's implementations of that one
-    graph disagree and the model agrees with one of them. README ("Where
+    graph disagree and the model agrees with one of them. docs/status.md ("Where
     PyTensor disagrees with itself") records the cases found and the
     decision. Returns ``"implementations: <which agrees>, <which not>"``.
     """

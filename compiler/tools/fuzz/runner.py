@@ -359,7 +359,8 @@ def implementation_difference(path: str, backend: str, inputs, out, fn, data, go
     ``"compiled"``: the default mode's rewritten graph ``fn`` holds) is run
     again by PyTensor's other implementations: the default mode's own backend
     (Numba in 3.0, C in 2.38; for the compiled path the default-mode function
-    itself), each op's Python ``perform`` and its C code. When one of them
+    itself; for the raw path also the default-mode function, whose rewrites
+    the model follows), each op's Python ``perform`` and its C code. When one of them
     gives the model's result ``got``, PyTensor's implementations of that one
     graph disagree and the model agrees with one of them. docs/status.md ("Where
     PyTensor disagrees with itself") records the cases found and the
@@ -384,6 +385,8 @@ def implementation_difference(path: str, backend: str, inputs, out, fn, data, go
                        for linker, name in (("py", "Python implementation"), ("cvm", "C implementation"))
                        if not (linker == "py" and backend == "python")]
     else:
+        # the graph as PyTensor's default mode rewrites it (switch-sink follows those rewrites on raw graphs)
+        candidates.append(("the default-mode function", lambda: fn))
         candidates += [(f"the {name} of the graph as written",
                         lambda linker=linker: pytensor.function(inputs, out, mode=Mode(linker=linker, optimizer=None),
                                                                 on_unused_input="ignore"))

@@ -27,8 +27,11 @@ at +0, +inf at -0 and NaN at the negative integers; ``trigamma`` is +inf at
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.special as sp
+from numpy.polynomial import polynomial as P
 
 from ir.ops.common import broadcast_shapes, check_dtype, same_dtype
 from ir.opdef import BROADCASTING, ELEMENTWISE, TOTAL, Attr, OpDef, register
@@ -118,8 +121,48 @@ def _polygamma_infer(types, attrs, consts):
     return [types[0]]
 
 
+@functools.lru_cache(maxsize=None)
+def cot_derivative(n: int) -> np.ndarray:
+    """Coefficients (lowest power first) of ``Q_n`` with
+    ``d^n/dx^n cot(pi x) = pi^n Q_n(cot(pi x))``: ``Q_0(t) = t``,
+    ``Q_(k+1)(t) = -(1 + t^2) Q_k'(t)``."""
+    q = np.array([0.0, 1.0])
+    for _ in range(n):
+        q = -P.polymul([1.0, 0.0, 1.0], P.polyder(q))
+    return q
+
+
+def _sinpi(x: np.ndarray) -> np.ndarray:
+    """sin(pi x) with an exact reduction to [0, 1/2] (exact 0 at the integers)."""
+    r = x - 2.0 * np.round(x / 2.0)  # exact, in [-1, 1]
+    a = np.abs(r)
+    b = np.minimum(a, 1.0 - a)  # sin(pi a) = sin(pi b)
+    return np.sign(r) * np.where(b <= 0.25, np.sin(np.pi * b), np.cos(np.pi * (0.5 - b)))
+
+
+def _cospi(x: np.ndarray) -> np.ndarray:
+    """cos(pi x) with an exact reduction (exact 0 at the half-integers)."""
+    return _sinpi(0.5 - np.abs(x - 2.0 * np.round(x / 2.0)))  # cos(pi r) = sin(pi (1/2 - |r|)); exact
+
+
+def polygamma_reference(n: int, x: np.ndarray) -> np.ndarray:
+    """``scipy.special.polygamma(n, x)`` in float64, except at negative
+    non-integers, where SciPy's direct Hurwitz sum cancels (n = 30 at
+    x = -2.5 is 1e10 times too large) and the reflection formula
+    ``(-1)^n psi^(n)(1-x) - pi^(n+1) Q_n(cot(pi x))`` (DLMF 5.15.6) is used
+    with SciPy's value at 1 - x > 1 (cot from an exact reduction of x)."""
+    with np.errstate(all="ignore"):
+        y = np.asarray(sp.polygamma(n, x), dtype=np.float64)
+        neg = (x < 0) & (np.floor(x) != x) & np.isfinite(x)
+        if neg.any():
+            v = x[neg]
+            t = _cospi(v) / _sinpi(v)
+            y[neg] = (-1.0) ** n * sp.polygamma(n, 1.0 - v) - np.pi ** (n + 1) * P.polyval(t, cot_derivative(n))
+    return y
+
+
 def _polygamma_eval(args, attrs):
-    return [_in_dtype(lambda x: sp.polygamma(attrs["n"], x))(args[0])]
+    return [_in_dtype(lambda x: polygamma_reference(attrs["n"], np.atleast_1d(x)).reshape(x.shape))(args[0])]
 
 
 # psi^(n)(x) for a constant order n >= 2 (0 and 1 are psi and trigamma): SciPy's values, which are

@@ -434,7 +434,7 @@ SPECIAL_VALUES = {
     "i0e": [0.0, 0.5, -0.5, 3.0, 9.0, -20.0, 1e4], "i1e": [0.0, 0.5, -0.5, 3.0, 9.0, -20.0, 1e4],
     "i2e": [0.0, 0.5, -0.5, 1.9, 2.0, 3.0, 9.0, -20.0, 1e4],
 }
-ULPS |= {op: 64 for op in SPECIAL_VALUES} | {"atan2": 2}
+ULPS |= {op: 64 for op in SPECIAL_VALUES} | {"atan2": 2, "polygamma": 64}
 
 
 # The binary special functions (a, x): shapes a from tiny to large beside x
@@ -466,6 +466,10 @@ def special_cases():
     for dtype in FLOATS:
         v = floats(dtype)
         yield Case("atan2", grid(v, v))
+    for n in (2, 3, 6):  # polygamma of an order >= 2 (tests/numerics/test_polygamma.py holds the contract)
+        for dtype in (F32, F64):
+            yield Case("polygamma", (np.array(SPECIAL_VALUES["trigamma"] + [np.nan, np.inf, -np.inf], dtype.numpy),),
+                       {"n": n})
 
 
 def all_cases():

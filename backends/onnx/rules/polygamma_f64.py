@@ -35,22 +35,22 @@ bounds asserted there.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
-from numpy.polynomial import polynomial as P
 
 from backends.onnx.registry import emits
 from backends.onnx.rules.common import F64
 from backends.onnx.rules.special_f64 import (PI, add, div, if_all_positive, is_integer, k, last_axis, lt, mul, poly,
                                              sincospi, steps, sub, where)
+from ir.ops.special import cot_derivative
 
 TERMS = 10  # Bernoulli terms of the Euler-Maclaurin tail
 
 
 def _bernoulli(count: int) -> list[float]:
     """B_2, B_4, ..., B_2count as floats (the Akiyama-Tanigawa algorithm on fractions: exact)."""
-    from fractions import Fraction
     size = 2 * count + 1
     a = [Fraction(0)] * (size + 1)
     numbers = []
@@ -85,16 +85,6 @@ def shift_bound(n: int) -> int:
     while omitted * float(a) ** (-2 * j) > 2.0 ** -56:
         a += 1
     return a
-
-
-@lru_cache(maxsize=None)
-def cot_derivative(n: int) -> np.ndarray:
-    """Coefficients (lowest power first) of ``Q_n`` with
-    ``d^n/dx^n cot(pi x) = pi^n Q_n(cot(pi x))``."""
-    q = np.array([0.0, 1.0])  # Q_0(t) = t
-    for _ in range(n):
-        q = -P.polymul([1.0, 0.0, 1.0], P.polyder(q))
-    return q
 
 
 def scaled_zeta(c, x, n: int, factor: float):

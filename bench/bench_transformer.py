@@ -137,7 +137,6 @@ def main() -> None:
             s.run(None, feed)
             times[name].append(time.perf_counter() - t)
     ref_name = next(n for n in ("torch.onnx dynamo", "torch.onnx legacy") if n in times)
-    ref = statistics.median(times[ref_name])
     print(f"transformer block (d_model 256, {HEADS} heads), batch {args.batch}, seq {args.seq}: median of "
           f"{args.rounds} round-robin onnxruntime calls (1 thread), ratio to {ref_name}")
     print(f"{'model':<20} {'nodes':>6} {'median ms':>10} {'ratio':>7}  95% interval")

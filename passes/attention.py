@@ -41,7 +41,8 @@ Rules:
    ``q @ k^T / sqrt(d)``: (T, d) elements instead of (T, T)). With a of
    (..., M, K) and b (..., K, N), a is scaled when K < N, else b when K < M;
    a symbolic M or N (a sequence length) is taken as larger than a static
-   K (a head size). onnxruntime folds either form into its FusedMatMul's
+   K (a head size); a constant operand (a weight) is scaled instead,
+   once, at compile time. onnxruntime folds either form into its FusedMatMul's
    alpha (MatMulScaleFusion), so this speeds up runtimes without that
    fusion, not onnxruntime. Rounding: the product rounds ``a_k / c``
    instead of the sum, so the two forms differ by at most ``(2*gamma_K +
@@ -178,19 +179,24 @@ def scaled_scores(rw: Rewriter, m: Match) -> Value | str:
     if c.type.size != 1 or root.output.shape != m.matmul.output.shape:
         return "the scale is not one number, or it broadcasts the product"
     k = a.shape[-1]
-    if not isinstance(k, int):
+    if a.const is not None or b.const is not None:  # scaled once at compile time
+        scaled = 0 if a.const is not None else 1
+    elif not isinstance(k, int):
         return "the contracted axis has no static size"
-    if _larger(b.shape[-1], k):
-        operands = [a, b]
+    elif _larger(b.shape[-1], k):
         scaled = 0
     elif _larger(a.shape[-2], k):
-        operands = [a, b]
         scaled = 1
     else:
         return "the product is no larger than either operand"
-    scale = rw.const(np.asarray(c.const, dtype=c.dtype.numpy).reshape(()), "scale")
+    operands = [a, b]
+    scale = np.asarray(c.const, dtype=c.dtype.numpy).reshape(())
     x = operands[scaled]
-    operands[scaled] = rw.add(root.op, [x, scale])
+    if x.const is not None:  # a weight: scaled once here, rounded as the division at run time would
+        ufunc = np.divide if root.op == "div" else np.multiply
+        operands[scaled] = rw.const(ufunc(x.const, scale).astype(x.dtype.numpy), "scaled")
+    else:
+        operands[scaled] = rw.add(root.op, [x, rw.const(scale, "scale")])
     return rw.add("matmul", operands)
 
 

@@ -361,11 +361,11 @@ def _trilu_eval(args, attrs):
     return [(np.triu if attrs["upper"] else np.tril)(x, attrs["k"])]
 
 
-register(OpDef("trilu", _trilu_infer, _trilu_eval, 1, attrs={"upper": Attr("bool"), "k": Attr("int", 0)},
+register(OpDef("trilu", _trilu_infer, _trilu_eval, 1, attrs={"upper": Attr("bool", True), "k": Attr("int", 0)},
                traits={TOTAL},
                doc="np.triu(x, k) if upper else np.tril(x, k) over the last two axes: the kept elements are "
                    "those with column - row >= k (upper) or <= k (lower), every other one 0 whatever its value "
-                   "(ONNX Trilu, opset 14)"))
+                   "(ONNX Trilu, opset 14; upper by default, as there)"))
 
 
 def _nonzero_infer(types, attrs, consts):

@@ -194,3 +194,19 @@ def test_causal_attention_in_onnxruntime_matches_pytensor_with_a_nan_in_a_later_
         got, want = m.run(value, values)[0], reference(value, values)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
         assert np.isnan(got[1, -1]).all() and np.isfinite(got[:, :-1]).all() and np.isfinite(got[0]).all()
+
+
+def test_a_scaled_product_with_a_constant_operand_scales_the_constant_once():
+    check_pass(PASSES, """
+        graph @main(%x: f32[N,2]) {
+          const %w: f32[2,3] = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+          const %c: f32[] = 4.0
+          %s: f32[N,3] = matmul(%x, %w)
+          %y: f32[N,3] = div(%s, %c)
+          return %y
+        }""", """
+        graph @main(%x: f32[N,2]) {
+          const %scaled: f32[2,3] = [[0.25, 0.5, 0.75], [1.0, 1.25, 1.5]]
+          %y: f32[N,3] = matmul(%x, %scaled)
+          return %y
+        }""", sizes={"N": 3})

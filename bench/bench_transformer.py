@@ -6,9 +6,12 @@ by ``compile_to_onnx`` from the raw graph, against torch.onnx's exports
 
 Every model is checked against the torch module first (1e-5 absolute on
 outputs of magnitude ~1), then the sessions (1 intra-op and 1 inter-op
-thread, ``ORT_ENABLE_ALL``) are timed round-robin, one call each per round,
-so load on a shared machine hits them alike. The table gives node counts,
-the median latency per call and its ratio to torch's dynamo export.
+thread, ``ORT_ENABLE_ALL``) are timed round-robin, one call each per round
+(the order reversed every other round), so load on a shared machine hits
+them alike. The table gives node counts, the median latency per call, and
+the median of the per-round ratios to torch's dynamo export with its 95%
+distribution-free interval (the order statistics of a binomial(rounds, 1/2),
+as for any median: no assumption on the timing distribution).
 
 Usage::
 
@@ -86,6 +89,18 @@ def session(model: bytes) -> ort.InferenceSession:
     return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
+def median_interval(n: int, level: float = 0.95) -> tuple[int, int]:
+    """Indices ``(lo, hi)`` into ``n`` sorted samples bracketing their
+    median with probability >= ``level``: the distribution-free interval
+    from the binomial(n, 1/2) counts of samples below the median (Conover,
+    *Practical Nonparametric Statistics*, 3rd ed., section 3.2)."""
+    from scipy.stats import binom
+
+    lo = int(binom.ppf((1 - level) / 2, n, 0.5))
+    lo = max(0, lo - 1 if binom.cdf(lo, n, 0.5) > (1 - level) / 2 else lo)
+    return lo, n - 1 - lo
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=100)
@@ -113,19 +128,23 @@ def main() -> None:
         print(f"{name}: max |error| vs torch {np.abs(got - want).max():.2e}")
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * max(1.0, np.abs(want).max()), err_msg=name)
     times = {name: [] for name in sessions}
-    for _ in range(args.rounds):
-        for name, s in sessions.items():
+    names = list(sessions)
+    for round_ in range(args.rounds):
+        for name in names if round_ % 2 == 0 else names[::-1]:
+            s = sessions[name]
             feed = {s.get_inputs()[0].name: x}
             t = time.perf_counter()
             s.run(None, feed)
             times[name].append(time.perf_counter() - t)
     ref_name = next(n for n in ("torch.onnx dynamo", "torch.onnx legacy") if n in times)
-    ref = statistics.median(times[ref_name])
     print(f"transformer block (d_model 256, {HEADS} heads), batch {args.batch}, seq {args.seq}: median of "
           f"{args.rounds} round-robin onnxruntime calls (1 thread), ratio to {ref_name}")
-    print(f"{'model':<20} {'nodes':>6} {'median ms':>10} {'ratio':>7}")
+    print(f"{'model':<20} {'nodes':>6} {'median ms':>10} {'ratio':>7}  95% interval")
     for name, t in times.items():
-        print(f"{name:<20} {nodes[name]:>6} {1e3 * statistics.median(t):>10.3f} {statistics.median(t) / ref:>7.3f}")
+        ratios = sorted(a / b for a, b in zip(t, times[ref_name]))
+        low, high = median_interval(len(ratios))
+        print(f"{name:<20} {nodes[name]:>6} {1e3 * statistics.median(t):>10.3f} {statistics.median(ratios):>7.3f}"
+              f"  [{ratios[low]:.3f}, {ratios[high]:.3f}]")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from passes import canonicalize, constant_folding, cse, dce  # noqa: F401
 from passes import shape_folding, shape_inference, switch_sink  # noqa: F401
 from passes import cumulative_scan, if_sinking, if_to_where, scan_unroll  # noqa: F401
 from passes import (activations, batchnorm_folding, conv_bias, conv_recovery, filter_flip,  # noqa: F401
-                    flatten_recovery, gemm_fusion, norm_recovery, pool_recovery, resize_recovery)
+                    attention, flatten_recovery, gemm_fusion, norm_recovery, pool_recovery, resize_recovery)
 from passes import conv_slicing, distinct_arguments, narrow_layout, special_batching  # noqa: F401
 
 DEFAULT_PIPELINE: list[str] = [
@@ -59,6 +59,9 @@ DEFAULT_PIPELINE: list[str] = [
     # Means, square, sqrt and division over the last axis -> layer_norm
     # (before gemm-fusion, which would take its bias add).
     "norm-recovery",
+    # A causal where-mask read by softmax -> trilu + add (exact, cheaper in
+    # onnxruntime); a scalar scale of q @ k^T -> of q.
+    "attention",
     "resize-recovery",
     # A reshape to (N, -1) -> flatten; then matmul + bias -> gemm (the
     # flatten is the gemm's 2-D operand).

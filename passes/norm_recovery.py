@@ -10,7 +10,9 @@ divided by D, or multiplied by the constant nearest 1/D as PyTensor's
 compiled functions write it; ``eps`` added on either side). Rules:
 
 1. layer-norm: ``(x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps)`` (the
-   square as ``pow(d, 2)`` or ``d * d``) with D static::
+   square as ``pow(d, 2)`` or ``d * d``); a symbolic D (a plain
+   ``pt.tensor3``) takes a (1,) scale and bias, which LayerNormalization
+   broadcasts::
 
        %m: f32[N,T,1] = div(unsqueeze(cast(reduce_sum(cast(%x)))), %D)
        %d: f32[N,T,256] = sub(%x, %m)
@@ -23,7 +25,7 @@ compiled functions write it; ``eps`` added on either side). Rules:
    (or 1s then D) takes g as its scale; 3. layer-norm-bias:
    ``layer_norm(x, s, zeros) + b`` takes b as its bias.
 
-4. rms-norm: ``x / sqrt(mean(x^2) + eps)`` with D static (Zhang & Sennrich,
+4. rms-norm: ``x / sqrt(mean(x^2) + eps)`` (Zhang & Sennrich,
    "Root Mean Square Layer Normalization", 2019) becomes ``rms_norm(x, ones)``,
    emitted in the spelling onnxruntime fuses into its
    SimplifiedLayerNormalization kernel; 5. rms-norm-scale:
@@ -94,15 +96,16 @@ def _square_of(value: Value) -> Value | None:
 
 
 def _normalized_size(m: Match, x: Value, op: str) -> int | str:
-    """The static size of ``x``'s last axis when ``m`` (a division by
-    ``sqrt(... + eps)``) may become ``op`` over it, else why not: a dtype
-    outside ``RECOVERED_DTYPES``, a symbolic axis, an epsilon that is not
-    one number >= 0, or a division that broadcasts beyond ``x``."""
+    """The length of the neutral scale and bias of ``op`` over ``x``'s last
+    axis when ``m`` (a division by ``sqrt(... + eps)``) may become it: the
+    axis' static size, or 1 for a symbolic axis (ONNX LayerNormalization
+    broadcasts its scale and bias; the means' divisor was checked to be the
+    axis' size read off the shape). Else why not: a dtype outside
+    ``RECOVERED_DTYPES``, an epsilon that is not one number >= 0, or a
+    division that broadcasts beyond ``x``."""
     if x.dtype not in RECOVERED_DTYPES:
         return f"{op} is not recovered for {x.dtype} (see RECOVERED_DTYPES)"
-    size = x.shape[-1]
-    if not isinstance(size, int):
-        return f"the normalized axis has no static size ({size})"
+    size = x.shape[-1] if isinstance(x.shape[-1], int) else 1
     eps = np.asarray(m.eps.const).reshape(-1)
     if eps.size != 1 or not eps[0] >= 0:
         return f"epsilon {m.eps.const} is not one number >= 0"

@@ -431,8 +431,8 @@ def _layer_norm_infer(types, attrs, consts):
     if x.rank < 1:
         raise OpError(f"layer_norm: input must have an axis to normalize, got {x}")
     for t in (scale, bias):
-        if t.rank != 1 or not dims_compatible(t.shape[0], x.shape[-1]):
-            raise OpError(f"layer_norm: scale and bias must be ({x.shape[-1]},), got {t}")
+        if t.rank != 1 or not (dims_compatible(t.shape[0], x.shape[-1]) or t.shape[0] == 1):
+            raise OpError(f"layer_norm: scale and bias must be ({x.shape[-1]},) or (1,), got {t}")
     return [x]
 
 
@@ -452,7 +452,8 @@ def _layer_norm_eval(args, attrs):
 
 register(OpDef("layer_norm", _layer_norm_infer, _layer_norm_eval, 3, attrs={"epsilon": Attr("float", 1e-5)},
                doc="layer normalization over the last axis: (x - mean) / sqrt(var + eps) * scale + bias, "
-                   "mean and biased variance over that axis (ONNX LayerNormalization, axis=-1, opset 17; "
+                   "mean and biased variance over that axis, scale and bias (D,) or (1,) broadcast (ONNX "
+                   "LayerNormalization, axis=-1, opset 17, whose function body broadcasts them; "
                    "onnxruntime rounds differently); float16 computes in float32, rounded once"))
 
 
@@ -463,8 +464,8 @@ def _rms_norm_infer(types, attrs, consts):
     check_dtype(x, "f", "rms_norm")
     if x.rank < 1:
         raise OpError(f"rms_norm: input must have an axis to normalize, got {x}")
-    if scale.rank != 1 or not dims_compatible(scale.shape[0], x.shape[-1]):
-        raise OpError(f"rms_norm: scale must be ({x.shape[-1]},), got {scale}")
+    if scale.rank != 1 or not (dims_compatible(scale.shape[0], x.shape[-1]) or scale.shape[0] == 1):
+        raise OpError(f"rms_norm: scale must be ({x.shape[-1]},) or (1,), got {scale}")
     return [x]
 
 
@@ -480,6 +481,7 @@ def _rms_norm_eval(args, attrs):
 
 
 register(OpDef("rms_norm", _rms_norm_infer, _rms_norm_eval, 2, attrs={"epsilon": Attr("float", 1e-5)},
-               doc="RMS normalization over the last axis: x / sqrt(mean(x^2) + eps) * scale (Zhang & Sennrich "
+               doc="RMS normalization over the last axis: x / sqrt(mean(x^2) + eps) * scale, scale (D,) or (1,) "
+                   "broadcast (Zhang & Sennrich "
                    "2019; ONNX RMSNormalization, opset 23; onnxruntime's SimplifiedLayerNormalization); "
                    "float16 computes in float32, rounded once"))

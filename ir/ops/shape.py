@@ -1,5 +1,5 @@
 """Data-movement ops: reshape, transpose, squeeze/unsqueeze, expand, concat,
-split, slice, gather, gather_nd, scatter_nd, shape, range, nonzero.
+split, slice, gather, gather_nd, scatter_nd, shape, range, nonzero, trilu.
 
 Index and shape operands are int64 tensors. Semantics are NumPy's, stated
 per op; where ONNX differs (Reshape's 0, Slice's sentinels) the emitter
@@ -19,7 +19,7 @@ import numpy as np
 from ir import symbolic as sym
 from ir.ops.common import INT64, broadcast_shapes, check_dtype, known_dims, normalize_axis, same_dtype
 from ir.opdef import ROW_MAJOR_VIEW, TOTAL, Attr, OpDef, OpError, register
-from ir.types import TensorType, dims_compatible
+from ir.types import DType, TensorType, dims_compatible
 
 
 def _static_length(t: TensorType, op: str, what: str) -> int:
@@ -341,6 +341,31 @@ def _range_infer(types, attrs, consts):
 register(OpDef("range", _range_infer,
                lambda a, at: [np.arange(a[0], a[1], a[2]).astype(a[0].dtype)], 3,
                doc="np.arange(start, limit, delta) in the inputs' dtype (PyTensor ARange)", symbolic_inputs=True))
+
+
+# -- trilu ---------------------------------------------------------------
+TRILU_DTYPES = {DType.FLOAT32, DType.FLOAT64, DType.INT64, DType.BOOL}  # onnxruntime's CPU Trilu kernel
+
+
+def _trilu_infer(types, attrs, consts):
+    (x,) = types
+    if x.rank < 2:
+        raise OpError(f"trilu: input must be a (batch of) matrix, got {x}")
+    if x.dtype not in TRILU_DTYPES:
+        raise OpError(f"trilu: dtype {x.dtype} is not one of {', '.join(sorted(str(d) for d in TRILU_DTYPES))}")
+    return [x]
+
+
+def _trilu_eval(args, attrs):
+    (x,) = args
+    return [(np.triu if attrs["upper"] else np.tril)(x, attrs["k"])]
+
+
+register(OpDef("trilu", _trilu_infer, _trilu_eval, 1, attrs={"upper": Attr("bool", True), "k": Attr("int", 0)},
+               traits={TOTAL},
+               doc="np.triu(x, k) if upper else np.tril(x, k) over the last two axes: the kept elements are "
+                   "those with column - row >= k (upper) or <= k (lower), every other one 0 whatever its value "
+                   "(ONNX Trilu, opset 14; upper by default, as there)"))
 
 
 def _nonzero_infer(types, attrs, consts):

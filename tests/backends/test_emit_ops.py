@@ -387,6 +387,11 @@ def shape_cases():
         if dtype != F16:
             rows = np.stack([x[1], x[2], x[0]])  # row 0 updated twice: the adds accumulate
             yield Case("scatter_nd", (x, np.array([[0], [0], [2]]), rows), {"reduction": "add"})
+    for dtype in (F32, F64, I64, BOOL):  # the dtypes of onnxruntime's Trilu (NaN and infinities zeroed too)
+        x = values(dtype)[:12].reshape(3, 4)
+        x = np.stack([x, x[::-1]])  # (2, 3, 4)
+        for upper, k in ((False, 0), (True, 1), (False, -1), (True, -5)):
+            yield Case("trilu", (x,), {"upper": upper, "k": k})
     x = RNG.normal(size=(3, 1, 4)).astype(np.float32)
     yield Case("squeeze", (x,), {"axes": (1,)})
     yield Case("squeeze", (x[:1],), {"axes": (-2, 0)})

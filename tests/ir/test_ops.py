@@ -159,6 +159,8 @@ EVAL = [
     ("range", {}, [np.int64(5), np.int64(0), np.int64(-2)], [i64(5, 3, 1)]),
     ("range", {}, [np.float32(0), np.float32(1), np.float32(0.25)], [f32(0, 0.25, 0.5, 0.75)]),
     ("nonzero", {}, [i32([0, 7], [3, 0])], [i64([0, 1], [1, 0])]),
+    ("trilu", {"upper": True, "k": 1}, [f32([1, nan], [3, 4])], [f32([0, nan], [0, 0])]),
+    ("trilu", {"upper": False, "k": 0}, [f32([1, nan], [nan, 4])], [f32([1, 0], [nan, 4])]),
     # neural-network ops (ir/ops/nn.py)
     ("relu", {}, [f32(-1, 0, 2, nan)], [f32(0, 0, 2, nan)]),
     ("relu", {}, [i32(-3, 4)], [i32(0, 4)]),
@@ -281,6 +283,8 @@ ERRORS = [
     ("scatter_nd", {}, ["f32[A,B]", "i64[K,1]", "f32[K,4,2]"], "scatter_nd: updates"),
     ("scatter_nd", {"reduction": "max"}, ["f32[A]", "i64[K,1]", "f32[K]"], "must be one of"),
     ("range", {}, ["f32[]", "f32[]", "f32[2]"], "range: start, limit and delta must be scalars"),
+    ("trilu", {"upper": True}, ["f32[3]"], "trilu: input must be a \\(batch of\\) matrix"),
+    ("trilu", {"upper": True}, ["i32[2,2]"], "trilu: dtype i32 is not one of"),
     ("range", {}, ["bool[]", "bool[]", "bool[]"], "range: input dtype bool is not signed int or float"),
     ("cast", {}, ["f32[2]"], "cast: missing required attribute to"),
     ("cast", {"to": "f32"}, ["f32[2]"], "must be a DType"),

@@ -152,6 +152,14 @@ KERNELS = {
           %y: f32[2,4] = div(%d, %sd)
           return %y
         }""",
+    "attention": """
+        graph @k(%x: f32[2,2]) {
+          const %m: bool[2,2] = [[true, false], [true, true]]
+          const %fill: f32[] = -inf
+          %w: f32[2,2] = where(%m, %x, %fill)
+          %y: f32[2,2] = softmax(%w) {axis=1}
+          return %y
+        }""",
     "resize-recovery": """
         graph @k(%x: f32[2,3,4,5]) {
           const %t: i64[5] = [2, 3, 4, 2, 5]

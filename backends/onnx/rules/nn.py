@@ -711,4 +711,6 @@ def rms_norm(ctx, node, x, scale):
     mean = ctx.op("ReduceMean", ctx.op("Pow", xc, ctx.const(2.0, compute)), _i64(ctx, [node.inputs[0].rank - 1]),
                   keepdims=1)
     rms = ctx.op("Sqrt", ctx.op("Add", mean, ctx.const(node.attrs["epsilon"], compute)))
-    return _via(ctx, ctx.op("Mul", ctx.op("Div", xc, rms), sc), compute, dtype)
+    y = ctx.op("Div", xc, rms)
+    neutral = node.inputs[1].const is not None and np.all(node.inputs[1].const == 1)  # x * 1 is x
+    return _via(ctx, y if neutral else ctx.op("Mul", y, sc), compute, dtype)

@@ -1,6 +1,6 @@
 """Rules for data movement and index ops: reshape, transpose, squeeze,
 unsqueeze, expand, concat, split, slice, gather, gather_nd, scatter_nd,
-shape, range, nonzero. Semantics: ``ir/ops/shape.py`` (NumPy); ONNX
+shape, range, nonzero, trilu. Semantics: ``ir/ops/shape.py`` (NumPy); ONNX
 operator spec, opset 18 (axes and sizes are int64 inputs).
 """
 
@@ -201,3 +201,11 @@ def range_(ctx, node, start, limit, delta):
     if dtype == F16:
         return f64_to_f16(ctx, values)
     return values if dtype == F64 else ctx.cast(values, dtype)
+
+
+@emits("trilu")
+def trilu(ctx, node, x):
+    """``np.triu``/``np.tril`` over the last two axes: Trilu with ``k`` as
+    an int64 scalar input (opset 14); the IR admits only the dtypes
+    onnxruntime's CPU kernel has."""
+    return ctx.op("Trilu", x, ctx.const(np.array(node.attrs["k"], dtype=np.int64), I64), upper=int(node.attrs["upper"]))

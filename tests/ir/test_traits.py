@@ -15,6 +15,8 @@ from ir.types import DType
 
 SPECIAL = np.array([-np.inf, -1e308, -3.5, -1.0, -0.5, -0.0, 0.0, 1e-310, 0.5, 1.0, 2.0, 3.5, 1e308, np.inf, np.nan])
 INTS = np.array([-7, -2, -1, 0, 1, 2, 9])
+# values of the required attributes of the elementwise ops
+REQUIRED_ATTRS = {"cast": {"to": DType.FLOAT64}, "polygamma": {"n": 3}}
 
 
 def _args(op: OpDef, arity: int):
@@ -26,7 +28,7 @@ def _args(op: OpDef, arity: int):
             values[0] = values[0] > 0 if dtype == DType.FLOAT64 else values[0].astype(bool)
         types = [TensorType.of_array(v) for v in values]
         try:
-            attrs = op.normalize_attrs({"to": DType.FLOAT64} if "to" in op.attrs else {})
+            attrs = op.normalize_attrs(REQUIRED_ATTRS.get(op.name, {}))
             op.infer_types(types, attrs, [None] * arity)
         except OpError:
             continue

@@ -50,6 +50,16 @@ erases the nodes it left dead. Only exact identities are allowed (NaN, Inf,
                                             ->   %g: i64[] = gather(%s, %two) {axis=0}
                                                  %y: f32[] = cast(%g) {to=f32}
 
+7. ``x ** 1`` (``pow`` by an all-ones constant that changes neither shape
+   nor dtype) is ``x``: the exact result is representable, so C's ``pow``
+   (IEEE 754 ``pow``; NumPy's ``power``) returns it, NaN, Inf and -0.0
+   included. onnxruntime's float64 ``Pow`` runs ``std::pow`` per element
+   for any exponent but a scalar 2 or 3 (PyTensor's gradient of ``x ** 2``
+   is ``2 * x ** 1``)::
+
+       const %one: f64[1] = [1.0]
+       %y: f64[N,3] = pow(%x, %one)         ->   (uses of %y read %x)
+
 Deliberately absent: ``x + 0 -> x`` (wrong for ``x = -0.0``: ``-0.0 + 0.0``
 is ``+0.0``) and ``x * 0 -> 0`` (wrong for NaN and Inf).
 
@@ -140,7 +150,7 @@ def cancel_unsqueeze(rw: Rewriter, m: Match) -> Value | str:
 
 
 def drop_one(rw: Rewriter, m: Match) -> Value | str:
-    """x * 1 -> x, 1 * x -> x and x / 1 -> x, when the ones change neither shape nor dtype"""
+    """x * 1 -> x, 1 * x -> x, x / 1 -> x and x ** 1 -> x, when the ones change neither shape nor dtype"""
     return m.x if m.x.type == m.root.output.type else "the ones change the shape or dtype"
 
 
@@ -171,6 +181,7 @@ RULES = RuleSet([
     Rule("squeeze-of-unsqueeze", Op("squeeze", Op("unsqueeze", x, **INNER)), cancel_unsqueeze),     # 4
     Rule("mul-by-one", Op("mul", x, ONES), drop_one),                                                # 5
     Rule("div-by-one", Op("div", x, ONES), drop_one),                                                # 5
+    Rule("pow-of-one", Op("pow", x, ONES), drop_one),                                                # 7
     Rule("gather-before-cast", Op("gather", Op("cast", x, **INNER), Var()), gather_before_cast),    # 6
 ])
 

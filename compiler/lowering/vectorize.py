@@ -19,9 +19,15 @@ from typing import Mapping
 
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import clone_replace, vectorize_graph
-from pytensor.graph.rewriting.basic import in2out
-from pytensor.tensor.rewriting.blockwise import local_blockwise_alloc, local_useless_unbatched_blockwise
+from pytensor.graph.rewriting.basic import in2out, node_rewriter
+from pytensor.tensor.basic import Split, get_underlying_scalar_constant_value
+from pytensor.tensor.blockwise import Blockwise, _squeeze_left
+from pytensor.tensor.exceptions import NotScalarConstantError
+from pytensor.tensor.rewriting.basic import local_join_of_alloc
+from pytensor.tensor.rewriting.blockwise import (local_blockwise_alloc, local_blockwise_alloc_inputs,
+                                                 local_blockwise_reshape, local_useless_unbatched_blockwise)
 from pytensor.tensor.rewriting.subtensor import local_blockwise_inc_subtensor, local_blockwise_of_subtensor
+from pytensor.tensor.rewriting.subtensor_lift import local_subtensor_of_alloc
 from pytensor.graph.traversal import io_toposort
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.type import TensorType
@@ -72,11 +78,50 @@ def vectorize_spec(spec: GraphSpec, vectorize: Mapping) -> tuple[GraphSpec, dict
     return GraphSpec(inputs, list(outputs), set(spec.shared_inputs)), replace
 
 
+@node_rewriter([Blockwise])
+def local_blockwise_split(fgraph, node):
+    """``Blockwise(Split)`` whose batch shape is its ``x``'s (no batch dim
+    of ``x`` is broadcast against the sizes), with a constant ``axis``
+    (broadcast batch dims), as one ``Split`` of the batched
+    ``x`` along ``axis + batch_ndim`` (a negative axis counts from the end and
+    stays) with the split sizes of the first batch element. Exact wherever
+    ``Blockwise`` has a result: it stacks the per-element parts, so every
+    element's sizes are equal (``vectorize_graph`` batches sizes computed from
+    a point's shape, which are). Where they differ ``Blockwise`` raises and the
+    ONNX model splits every element by the first one's sizes; an empty batch
+    raises in both (PyTensor: ``vectorize with zero size not implemented``;
+    onnxruntime: the index 0 is out of range). Returns None (no rewrite)
+    otherwise.
+    """
+    if not isinstance(node.op.core_op, Split):
+        return None
+    batch_ndim = node.op.batch_ndim(node)
+    x, axis, splits = node.inputs
+    if not batch_ndim or x.type.ndim - len(node.op.inputs_sig[0]) != batch_ndim:
+        return None
+    if not all(axis.type.broadcastable):
+        return None
+    sizes_batch = (True,) * (batch_ndim - splits.type.ndim + 1) + splits.type.broadcastable[:-1]
+    if any(x_b and not s_b for x_b, s_b in zip(x.type.broadcastable, sizes_batch)):
+        return None  # the batch shape is not x's alone
+    try:
+        core_axis = int(get_underlying_scalar_constant_value(_squeeze_left(axis, axis.type.ndim)))
+    except NotScalarConstantError:
+        return None
+    new_axis = core_axis if core_axis < 0 else core_axis + batch_ndim
+    first_sizes = splits[(0,) * (splits.type.ndim - 1)]  # core: a vector
+    return Split(node.op.core_op.len_splits)(x, new_axis, first_sizes, return_list=True)
+
+
 # PyTensor's own rewrites of a Blockwise into the core op's batched form (leading full slices of
-# a (Inc)Subtensor, a larger Alloc) or into the core op (no batch dim): vectorize_graph leaves
-# these Blockwise nodes, which would otherwise lower to a loop over the batch
+# a (Inc)Subtensor, a larger Alloc, a Reshape) or into the core op (no batch dim), the Alloc
+# lifts that expose a shape broadcast over the batch (PyMC's vectorized shapes become
+# Blockwise(AllocEmpty) otherwise), and local_blockwise_split: vectorize_graph leaves these
+# Blockwise nodes, which would otherwise lower to a loop over the batch (local_blockwise_alloc_inputs
+# is "shape_unsafe" in PyTensor: an Alloc it drops would have checked a shape the model trusts)
 BATCHED_FORMS = (local_blockwise_inc_subtensor, local_blockwise_of_subtensor, local_blockwise_alloc,
-                 local_useless_unbatched_blockwise)
+                 local_useless_unbatched_blockwise, local_blockwise_alloc_inputs, local_blockwise_reshape,
+                 local_subtensor_of_alloc, local_join_of_alloc, local_blockwise_split)
 
 
 def _batched_forms(outputs: list) -> list:

@@ -8,6 +8,8 @@ in-place ops)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -15,6 +17,7 @@ import pytest
 from pytensor.tensor import slinalg
 
 from compiler import compile_to_onnx
+from compiler.core.advisor import SlowFormWarning
 from tests.helpers import REFERENCE_MODE
 
 RNG = np.random.default_rng(24)
@@ -120,3 +123,58 @@ def test_a_shared_variable_cannot_be_batched():
     x = pt.dvector("x")
     with pytest.raises(ValueError, match="vectorize names 's', a shared variable"):
         compile_to_onnx([x, s], outputs=[x * s], vectorize={"s": "b"}, bake_shared=False)
+
+
+def _op_types(model) -> list[str]:
+    """The op types of every node of an ONNX ``ModelProto``: its graph, its
+    local functions and their subgraphs."""
+    def walk(nodes):
+        for node in nodes:
+            yield node.op_type
+            for attr in node.attribute:
+                if attr.g.node:
+                    yield from walk(attr.g.node)
+    return [*walk(model.graph.node), *(t for f in model.functions for t in walk(f.node))]
+
+
+def _check_split_rows(compiled, inputs, outputs, values):
+    reference = pytensor.function(inputs, outputs, mode=REFERENCE_MODE)
+    got = compiled.run(*values)
+    for b in range(values[0].shape[0]):
+        for g, w in zip(got, reference(*(v[b] for v in values))):
+            np.testing.assert_allclose(g[b], w, rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("axis", [0, -1])
+def test_a_split_with_the_same_sizes_for_every_point_is_one_split_not_a_loop(axis):
+    """``local_blockwise_split``: sizes computed from the point's shape (which
+    ``vectorize_graph`` batches) split the batched input along its core axis
+    in one ONNX ``Split``, and the gradient's ``AllocEmpty`` of that shape is
+    one batched allocation (PyTensor's Alloc lifts); no loop is left, and
+    the rows equal the single points."""
+    x = pt.dvector("x")
+    head, tail = pt.split(x, [1, x.shape[0] - 1], n_splits=2, axis=axis)
+    logp = (head ** 2).sum() + pt.exp(tail).sum()
+    outputs = [head.sum() * tail, logp, pytensor.grad(logp, x)]  # the gradient: AllocEmpty of x's shape, a Join
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SlowFormWarning)
+        compiled = compile_to_onnx([x], outputs=outputs, vectorize={"x": "points"})
+    ops = _op_types(compiled.model)
+    assert "Loop" not in ops and ops.count("Split") >= 1
+    _check_split_rows(compiled, [x], outputs, [RNG.normal(size=(6, 4))])
+
+
+def test_a_split_of_an_unbatched_input_by_batched_sizes_stays_a_loop():
+    """Does not fire: only the sizes are batched, so the batch comes from
+    them and the ``Blockwise`` keeps its loop (and its values)."""
+    x, sizes = pt.dvector("x"), pt.lvector("sizes")
+    head, tail = pt.split(x, sizes, n_splits=2)
+    outputs = [head.sum() * tail]
+    with pytest.warns(SlowFormWarning, match=r"Blockwise\{Split\{2\}"):
+        compiled = compile_to_onnx([x, sizes], outputs=outputs, vectorize={"sizes": "points"})
+    assert "Loop" in _op_types(compiled.model)
+    values = [RNG.normal(size=4), np.tile([1, 3], (3, 1))]
+    reference = pytensor.function([x, sizes], outputs, mode=REFERENCE_MODE)
+    got = compiled.run(*values)[0]
+    for b in range(3):
+        np.testing.assert_allclose(got[b], reference(values[0], values[1][b])[0], rtol=1e-13, atol=1e-14)

@@ -315,6 +315,59 @@ def test_mul_by_ones_that_broadcast_or_are_not_ones_stays():
         }""", None)
 
 
+# -- 7. x ** 1 -------------------------------------------------------------------
+def test_pow_of_one_is_its_base():
+    check_pass(CANON, """
+        graph @main(%x: f64[N,3], %i: i64[3]) {
+          const %one: f64[1] = [1.0]
+          const %ione: i64[] = 1
+          %a: f64[N,3] = pow(%x, %one)
+          %b: f64[N,3] = mul(%a, %a)
+          %c: i64[3] = pow(%i, %ione)
+          return %b, %c
+        }""", """
+        graph @main(%x: f64[N,3], %i: i64[3]) {
+          const %one: f64[1] = [1.0]
+          const %ione: i64[] = 1
+          %b: f64[N,3] = mul(%x, %x)
+          return %b, %i
+        }""")
+
+
+def test_pow_of_one_that_broadcasts_or_is_not_one_or_is_the_base_stays():
+    check_pass(CANON, """
+        graph @main(%x: f64[3], %y: f64[N,3]) {
+          const %ones: f64[2,3] = [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+          const %two: f64[] = 2.0
+          const %one: f64[] = 1.0
+          %a: f64[2,3] = pow(%x, %ones)
+          %b: f64[N,3] = pow(%y, %two)
+          %c: f64[3] = pow(%one, %x)
+          return %a, %b, %c
+        }""", None)
+
+
+def test_pow_of_one_compiles_to_no_pow_and_keeps_nan_inf_and_signed_zero():
+    """End to end: ``x ** 1`` (PyMC 5.28's gradients hold ``x ** [1.0]``)
+    runs in onnxruntime without a ``Pow``, bit for bit PyTensor's values at
+    the special values ``x ** 1`` must keep."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    from compiler import compile_to_onnx
+    from tests.helpers import REFERENCE_MODE
+
+    x = pt.dvector("x")
+    outputs = [3.0 * x ** pt.constant(np.ones(1)), x ** np.float64(1.0)]
+    compiled = compile_to_onnx([x], outputs=outputs)
+    assert "Pow" not in [n.op_type for n in compiled.model.graph.node]
+    values = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 5e-324, -1.5, 1.7976931348623157e308])
+    want = pytensor.function([x], outputs, mode=REFERENCE_MODE)(values)
+    for got, w in zip(compiled.run(values), want):
+        np.testing.assert_array_equal(got, w)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(w))
+
+
 # -- 6. gather of a cast -----------------------------------------------------
 def test_a_gather_of_a_cast_gathers_first():
     check_pass(CANON, """

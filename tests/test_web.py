@@ -176,7 +176,8 @@ def test_write_site_and_serve_it_with_coop_coep(mlp_model, fake_dist, tmp_path):
     info = json.loads((site / "digits.json").read_text())
     assert info["title"] == "MLP" and info["ort_version"] == "1.30.0" and len(info["examples"]) == 20
     assert json.loads((site / "model.json").read_text())["inputs"][0]["shape"] == ["x_dim0", 64]
-    assert 'src="ort/ort.wasm.min.js"' in index.read_text()
+    page = (site / "demo.js").read_text()
+    assert '"ort/ort.webgpu.min.js" : "ort/ort.wasm.min.js"' in page and 'id="backend-switch"' in index.read_text()
     for isolate in (True, False):
         server = website.make_server(site, port=0, isolate=isolate)
         threading.Thread(target=server.serve_forever, daemon=True).start()

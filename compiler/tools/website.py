@@ -11,8 +11,10 @@ The site (``write_site``) is self-contained and works from any static server:
   the inference time;
 - ``digits.json``: test images from the demo's split (sklearn digits pixels,
   integers 0-16) with the class and probabilities Python onnxruntime gives;
-- ``ort/``: onnxruntime-web's WASM build (``ORT_FILES`` from the npm package
-  ``onnxruntime-web``, version ``ORT_WEB_VERSION``). The page sets
+- ``ort/``: onnxruntime-web's WASM and WebGPU builds (``ORT_FILES`` from the npm
+  package ``onnxruntime-web``, version ``ORT_WEB_VERSION``); the page loads the
+  WASM one, or the WebGPU one with ``?backend=webgpu`` (its backend switch) where
+  the browser has a WebGPU adapter, else it says why and stays on WASM. The page sets
   ``ort.env.wasm.wasmPaths`` to the ``ort/`` folder beside it, so the
   runtime fetches ``ort-wasm-simd-threaded.mjs``/``.wasm`` from there, never
   from a CDN.
@@ -56,7 +58,9 @@ from compiler.tools.web import model_manifest, write_web_glue
 
 ORT_WEB_VERSION = "1.30.0"
 # The WASM-only script build (global ``ort``) and the runtime it loads.
-ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
+ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm",
+             # the WebGPU build (the page's backend switch) and the asyncify WASM it loads
+             "ort.webgpu.min.js", "ort-wasm-simd-threaded.asyncify.mjs", "ort-wasm-simd-threaded.asyncify.wasm")
 ORT_DIR_ENV = "PYTENSOR_ONNX_ORT_DIR"
 ASSETS = Path(__file__).parent / "web_assets"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

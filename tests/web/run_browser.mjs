@@ -7,6 +7,7 @@
 //
 // PLAN: {"chromium": path, "demo": {"url", "screenshot", "strokes": [[[x, y], ...], ...]} | null,
 //        "plain": {"url"} | null  (the demo page from a server without COOP/COEP: one thread),
+//        "gpuDemo": {"url"} | null  (the demo page with ?backend=webgpu: every test image),
 //        "cases": {"url", "names": [...]} | null,
 //        "webgpu": {"url", "names": [...]} | null  (the cases on onnxruntime-web's WebGPU build where Chromium
 //                   has an adapter; results.webgpu = {probe: {adapter, reason}, cases: {name: result},
@@ -103,6 +104,25 @@ async function runPlain(browser, plain) {
   return out;
 }
 
+async function runGpuDemo(browser, gpuDemo) {
+  const page = await browser.newPage();
+  watch(page, "gpuDemo", []);
+  await page.goto(gpuDemo.url);
+  await page.waitForFunction(() => globalThis.demo && (demo.ready || demo.error), null, { timeout: 60000 });
+  const out = await page.evaluate(() => ({ error: demo.error, backend: demo.backend, note: demo.backendNote,
+    noteText: document.getElementById("backend-note").textContent,
+    backendText: document.getElementById("backend").textContent,
+    switchValue: document.getElementById("backend-switch").value, n: demo.examples?.length ?? 0 }));
+  out.tests = [];
+  for (let i = 0; !out.error && i < out.n; i++) {
+    await page.click(`#test-${i}`);
+    await page.waitForFunction((k) => demo.runs === k, i + 1);
+    out.tests.push(await page.evaluate(() => demo.last));
+  }
+  await page.close();
+  return out;
+}
+
 async function runCases(browser, cases) {
   const page = await browser.newPage();
   watch(page, "cases");
@@ -150,6 +170,7 @@ try {
   results.version = browser.browser()?.version() ?? null;
   if (plan.demo) results.demo = await runDemo(browser, plan.demo);
   if (plan.plain) results.plain = await runPlain(browser, plan.plain);
+  if (plan.gpuDemo) results.gpuDemo = await runGpuDemo(browser, plan.gpuDemo);
   if (plan.cases) results.cases = await runCases(browser, plan.cases);
   if (plan.webgpu) results.webgpu = await runWebGPU(browser, plan.webgpu);
 } catch (err) {

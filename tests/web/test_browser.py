@@ -152,6 +152,7 @@ def browser_run(tmp_path_factory):
         plan = {"chromium": CHROMIUM,
                 "demo": {"url": f"{base}/demo/index.html", "screenshot": os.fspath(screenshot), "strokes": SEVEN},
                 "plain": {"url": f"http://127.0.0.1:{plain.server_address[1]}/demo/index.html"},
+                "gpuDemo": {"url": f"{base}/demo/index.html?backend=webgpu"},
                 "cases": {"url": f"{base}/cases/harness.html", "names": [c.name for c in CASES]},
                 "webgpu": {"url": f"{base}/cases/harness-webgpu.html", "names": [*(c.name for c in CASES), "digits"]}}
         (root / "plan.json").write_text(json.dumps(plan))
@@ -368,3 +369,22 @@ def test_float64_detection_sees_float64(browser_run):
     built = browser_run["built"]
     assert _has_float64(built["float64_math"]["model"]) and _has_float64(built["ifelse"]["model"])
     assert not _has_float64(built["digits"]["model"]) and not _has_float64(built["int64_math"]["model"])
+
+
+def test_demo_page_on_webgpu_or_the_visible_fallback(browser_run):
+    gpu, examples = browser_run["results"]["gpuDemo"], browser_run["examples"]
+    assert gpu["error"] is None and gpu["switchValue"] == gpu["backend"]
+    assert len(gpu["tests"]) == len(examples) == 20
+    if browser_run["results"]["webgpu"]["probe"]["adapter"] is None:
+        # No adapter: the page says why on screen and runs on WebAssembly.
+        assert gpu["backend"] == "wasm" and gpu["note"].startswith("WebGPU is not available (")
+        assert gpu["noteText"] == gpu["note"]
+        warnings.warn(f"demo page: {gpu['note']}", stacklevel=1)
+        tol = TOLERANCE["float32"]
+    else:
+        assert gpu["backend"] == "webgpu" and gpu["note"] is None and gpu["noteText"] == ""
+        assert " webgpu, " in gpu["backendText"]
+        tol = WEBGPU_TOLERANCE["float32"]
+    for got, ex in zip(gpu["tests"], examples, strict=True):
+        assert got["cls"] == ex["python_class"]
+        np.testing.assert_allclose(got["probs"], ex["python_probs"], rtol=0, atol=tol)

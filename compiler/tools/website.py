@@ -205,6 +205,41 @@ def digit_examples(model_path: str | os.PathLike, per_class: int = 2, seed: int 
             for i, img, p in zip(picks, images, probs)]
 
 
+VARIANTS = (("float32", None, "model.onnx"), ("float16", "float16", "model-float16.onnx"),
+            ("int8", "int8-static", "model-int8.onnx"))
+
+
+def model_variants(model_path: str | os.PathLike, site_dir: str | os.PathLike, seed: int = 0,
+                   n_calibration: int = 200) -> list[dict]:
+    """Write the digits model's float16 and int8 (static QDQ, per-channel)
+    conversions beside it (``compiler.core.deploy.convert``; int8 calibrated
+    on the first ``n_calibration`` training images of ``load_digits_split(seed)``)
+    and measure each variant's test accuracy in Python onnxruntime.
+
+    Returns:
+        ``[{"name": "float32" | "float16" | "int8", "file": str, "size_bytes": int,
+        "test_accuracy": float (the 360 test images), "n_test": int}]``.
+    """
+    import onnx
+    import onnxruntime as ort
+
+    from compiler.core.deploy import convert
+
+    model, data = onnx.load(os.fspath(model_path)), load_digits_split(seed)
+    name = model.graph.input[0].name
+    variants = []
+    for label, conversion, file in VARIANTS:
+        target = Path(site_dir) / file
+        if conversion is not None:
+            onnx.save(convert(model, conversion, [{name: data.x_train[:n_calibration]}]), os.fspath(target))
+        session = ort.InferenceSession(os.fspath(target), providers=["CPUExecutionProvider"])
+        x = data.x_test.reshape((len(data.x_test), *session.get_inputs()[0].shape[1:]))
+        predicted = np.argmax(session.run(None, {name: x})[0], axis=-1)
+        variants.append({"name": label, "file": file, "size_bytes": target.stat().st_size,
+                         "test_accuracy": float(np.mean(predicted == data.y_test)), "n_test": len(data.y_test)})
+    return variants
+
+
 def write_site(site_dir: str | os.PathLike, model_path: str | os.PathLike, ort_dist: str | os.PathLike,
                title: str = "digits model", seed: int = 0) -> Path:
     """Write the static site into ``site_dir`` (created if missing).
@@ -231,7 +266,8 @@ def write_site(site_dir: str | os.PathLike, model_path: str | os.PathLike, ort_d
     copy_ort(Path(ort_dist), site)
     for name in ("index.html", "demo.js"):
         shutil.copyfile(ASSETS / name, site / name)
-    info = {"title": title, "ort_version": ort_version(Path(ort_dist)), "examples": examples}
+    info = {"title": title, "ort_version": ort_version(Path(ort_dist)), "examples": examples,
+            "variants": model_variants(site / "model.onnx", site, seed=seed)}
     (site / "digits.json").write_text(json.dumps(info) + "\n")
     return site / "index.html"
 

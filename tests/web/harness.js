@@ -4,7 +4,7 @@
 // verbose onnxruntime logging there, which prints each node's execution provider),
 // run every feed and return the outputs' raw little-endian bytes (base64) with
 // their dtypes and dims.
-// probeWebGPU(): {adapter: {vendor, architecture} | null, reason: why there is none | null}.
+// probeWebGPU(): {adapter: {vendor, architecture, shaderF16} | null, reason: why there is none | null}.
 ort.env.wasm.wasmPaths = new URL("ort/", document.baseURI).href;
 ort.env.wasm.numThreads = globalThis.crossOriginIsolated ? 2 : 1;
 
@@ -33,7 +33,8 @@ globalThis.probeWebGPU = async function probeWebGPU() {
     if (!adapter) return { adapter: null, reason: "navigator.gpu.requestAdapter() returned null (no GPU adapter)" };
     const info = adapter.info || {};
     await (await adapter.requestDevice()).destroy();
-    return { adapter: { vendor: info.vendor ?? "", architecture: info.architecture ?? "" }, reason: null };
+    return { adapter: { vendor: info.vendor ?? "", architecture: info.architecture ?? "",
+      shaderF16: adapter.features.has("shader-f16") }, reason: null };
   } catch (e) {
     return { adapter: null, reason: `requesting a WebGPU adapter/device failed: ${e && e.message || e}` };
   }

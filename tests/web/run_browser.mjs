@@ -50,6 +50,8 @@ async function runDemo(browser, demo) {
     isolated: globalThis.crossOriginIsolated, threads: ort.env.wasm.numThreads, n: demo.examples.length }));
   const out = { ...state, tests: [], drawn: null };
   if (state.error) return out;
+  await page.waitForFunction(() => demo.variants !== undefined, null, { timeout: 60000 });
+  out.variants = await page.evaluate(() => demo.variants);
   for (let i = 0; i < state.n; i++) {
     const before = await page.evaluate(() => demo.runs);
     await page.click(`#test-${i}`);
@@ -113,6 +115,8 @@ async function runGpuDemo(browser, gpuDemo) {
     noteText: document.getElementById("backend-note").textContent,
     backendText: document.getElementById("backend").textContent,
     switchValue: document.getElementById("backend-switch").value, n: demo.examples?.length ?? 0 }));
+  await page.waitForFunction(() => demo.variants !== undefined, null, { timeout: 60000 });
+  out.variants = await page.evaluate(() => demo.variants);
   out.tests = [];
   for (let i = 0; !out.error && i < out.n; i++) {
     await page.click(`#test-${i}`);

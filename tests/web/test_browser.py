@@ -167,6 +167,7 @@ def browser_run(tmp_path_factory):
     results = json.loads((root / "results.json").read_text())
     examples = json.loads((root / "demo" / "digits.json").read_text())["examples"]
     return {"results": results, "built": built, "examples": examples, "model": root / "demo" / "model.onnx",
+            "site": root / "demo",
             "screenshot": screenshot}
 
 
@@ -388,3 +389,39 @@ def test_demo_page_on_webgpu_or_the_visible_fallback(browser_run):
     for got, ex in zip(gpu["tests"], examples, strict=True):
         assert got["cls"] == ex["python_class"]
         np.testing.assert_allclose(got["probs"], ex["python_probs"], rtol=0, atol=tol)
+
+
+def test_demo_page_shows_float32_float16_int8_side_by_side(browser_run):
+    from compiler.tools.demo import load_digits_split
+
+    site, examples = browser_run["site"], browser_run["examples"]
+    variants = json.loads((site / "digits.json").read_text())["variants"]
+    assert [v["name"] for v in variants] == ["float32", "float16", "int8"]
+    data = load_digits_split(0)
+    x20 = (np.asarray([e["pixels"] for e in examples], np.float32) / 16).reshape(-1, 1, 8, 8)
+    labels = np.asarray([e["label"] for e in examples])
+    sizes = {}
+    for v in variants:
+        path = site / v["file"]
+        sizes[v["name"]] = path.stat().st_size
+        assert v["size_bytes"] == sizes[v["name"]]
+        session = ort.InferenceSession(os.fspath(path), providers=["CPUExecutionProvider"])
+        assert v["test_accuracy"] == np.mean(np.argmax(session.run(None, {"x": data.x_test})[0], -1) == data.y_test)
+        v["classes20"] = np.argmax(session.run(None, {"x": x20})[0], -1).tolist()
+    assert sizes["int8"] * 2.5 <= sizes["float32"] and sizes["float16"] < sizes["float32"]
+    adapter = browser_run["results"]["webgpu"]["probe"]["adapter"]
+    pages = {"wasm": browser_run["results"]["demo"], "gpu page": browser_run["results"]["gpuDemo"]}
+    for page_name, page in pages.items():
+        rows = page["variants"]
+        assert [r["name"] for r in rows] == ["float32", "float16", "int8"], page_name
+        for row, v in zip(rows, variants, strict=True):
+            where = f"{page_name} {v['name']}"
+            if page_name == "gpu page" and adapter and v["name"] == "float16" and not adapter["shaderF16"]:
+                # WebGPU computes float16 only on adapters with the shader-f16 feature (SwiftShader lacks it).
+                assert "requires f16 but the device does not support it" in row["error"], (where, row["error"])
+                warnings.warn(f"float16 on WebGPU not run: the adapter {adapter} lacks shader-f16", stacklevel=1)
+                continue
+            assert row["error"] is None, (where, row["error"])
+            assert row["sizeBytes"] == v["size_bytes"] and row["pyAccuracy"] == v["test_accuracy"], where
+            assert row["classes"] == v["classes20"], where
+            assert row["accuracy"] == np.mean(np.asarray(row["classes"]) == labels), where

@@ -195,6 +195,44 @@ async function main() {
   });
   demo.ready = true;
   $("status").textContent = "Ready.";
+  demo.variants = await compareVariants(info);
+}
+
+// The float32, float16 and int8 models (digits.json's "variants") on this page's backend: each
+// classifies the test images in one batch; one row per model with its size and accuracies.
+async function compareVariants(info) {
+  const n = info.examples.length;
+  const x = new Float32Array(n * 64);
+  info.examples.forEach((ex, i) => ex.pixels.forEach((p, j) => { x[i * 64 + j] = p / 16; }));
+  const rows = [];
+  for (const v of info.variants || []) {
+    const row = { name: v.name, sizeBytes: v.size_bytes, pyAccuracy: v.test_accuracy, classes: null, error: null };
+    try {
+      const session = await createSession(ort, new URL(v.file, document.baseURI).href,
+        { executionProviders: [demo.backend] });
+      const t0 = performance.now();
+      const out = await run(session, ort, { [inputSpec.name]: { data: x, dims: [n, ...inputSpec.shape.slice(1)] } });
+      row.ms = performance.now() - t0;
+      const probs = out[outputName].data;
+      row.classes = info.examples.map((_, i) => {
+        const p = Array.from(probs.subarray(i * 10, i * 10 + 10));
+        return p.indexOf(Math.max(...p));
+      });
+      row.accuracy = row.classes.filter((c, i) => c === info.examples[i].label).length / n;
+      await session.release();
+    } catch (err) {
+      row.error = String(err && err.message || err);
+    }
+    const tr = document.createElement("tr");
+    tr.id = `variant-${v.name}`;
+    const cells = [v.name, `${(v.size_bytes / 1024).toFixed(1)} KiB`, `${(100 * v.test_accuracy).toFixed(1)}% of ${v.n_test}`,
+      row.error ? `error: ${row.error}` : `${(100 * row.accuracy).toFixed(1)}% of ${n}`,
+      row.error ? "–" : `${row.ms.toFixed(1)} ms`];
+    for (const c of cells) { const td = document.createElement("td"); td.textContent = c; tr.append(td); }
+    $("variants").querySelector("tbody").append(tr);
+    rows.push(row);
+  }
+  return rows;
 }
 main().catch((err) => {
   demo.error = String(err && err.stack || err);

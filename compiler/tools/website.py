@@ -227,14 +227,15 @@ def model_variants(model_path: str | os.PathLike, site_dir: str | os.PathLike, s
 
     model, data = onnx.load(os.fspath(model_path)), load_digits_split(seed)
     name = model.graph.input[0].name
+    image_shape = tuple(d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim[1:])
+    x_train, x_test = (a.reshape((len(a), *image_shape)) for a in (data.x_train, data.x_test))
     variants = []
     for label, conversion, file in VARIANTS:
         target = Path(site_dir) / file
         if conversion is not None:
-            onnx.save(convert(model, conversion, [{name: data.x_train[:n_calibration]}]), os.fspath(target))
+            onnx.save(convert(model, conversion, [{name: x_train[:n_calibration]}]), os.fspath(target))
         session = ort.InferenceSession(os.fspath(target), providers=["CPUExecutionProvider"])
-        x = data.x_test.reshape((len(data.x_test), *session.get_inputs()[0].shape[1:]))
-        predicted = np.argmax(session.run(None, {name: x})[0], axis=-1)
+        predicted = np.argmax(session.run(None, {name: x_test})[0], axis=-1)
         variants.append({"name": label, "file": file, "size_bytes": target.stat().st_size,
                          "test_accuracy": float(np.mean(predicted == data.y_test)), "n_test": len(data.y_test)})
     return variants

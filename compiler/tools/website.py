@@ -53,6 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
+from compiler.core.deploy import convert
 from compiler.tools.demo import load_digits_split
 from compiler.tools.web import model_manifest, write_web_glue
 
@@ -222,8 +223,6 @@ def model_variants(model_path: str | os.PathLike, site_dir: str | os.PathLike, s
     """
     import onnx
     import onnxruntime as ort
-
-    from compiler.core.deploy import convert
 
     model, data = onnx.load(os.fspath(model_path)), load_digits_split(seed)
     name = model.graph.input[0].name

@@ -171,12 +171,17 @@ def test_write_site_and_serve_it_with_coop_coep(mlp_model, fake_dist, tmp_path):
     index = website.write_site(site, mlp_model, fake_dist, title="MLP")
     assert index == site / "index.html"
     names = {p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()}
-    assert names == {"index.html", "demo.js", "model.onnx", "model.json", "model.js", "digits.json",
+    assert names == {"index.html", "demo.js", "model.onnx", "model-float16.onnx", "model-int8.onnx", "model.json",
+                     "model.js", "digits.json",
                      *(f"ort/{n}" for n in website.ORT_FILES)}
     info = json.loads((site / "digits.json").read_text())
+    assert [(v["name"], v["file"], v["size_bytes"]) for v in info["variants"]] == [
+        (name, file, (site / file).stat().st_size) for name, _, file in website.VARIANTS]
+    assert all(0.0 <= v["test_accuracy"] <= 1.0 and v["n_test"] == 360 for v in info["variants"])
     assert info["title"] == "MLP" and info["ort_version"] == "1.30.0" and len(info["examples"]) == 20
     assert json.loads((site / "model.json").read_text())["inputs"][0]["shape"] == ["x_dim0", 64]
-    assert 'src="ort/ort.wasm.min.js"' in index.read_text()
+    page = (site / "demo.js").read_text()
+    assert '"ort/ort.webgpu.min.js" : "ort/ort.wasm.min.js"' in page and 'id="backend-switch"' in index.read_text()
     for isolate in (True, False):
         server = website.make_server(site, port=0, isolate=isolate)
         threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -11,8 +11,10 @@ The site (``write_site``) is self-contained and works from any static server:
   the inference time;
 - ``digits.json``: test images from the demo's split (sklearn digits pixels,
   integers 0-16) with the class and probabilities Python onnxruntime gives;
-- ``ort/``: onnxruntime-web's WASM build (``ORT_FILES`` from the npm package
-  ``onnxruntime-web``, version ``ORT_WEB_VERSION``). The page sets
+- ``ort/``: onnxruntime-web's WASM and WebGPU builds (``ORT_FILES`` from the npm
+  package ``onnxruntime-web``, version ``ORT_WEB_VERSION``); the page loads the
+  WASM one, or the WebGPU one with ``?backend=webgpu`` (its backend switch) where
+  the browser has a WebGPU adapter, else it says why and stays on WASM. The page sets
   ``ort.env.wasm.wasmPaths`` to the ``ort/`` folder beside it, so the
   runtime fetches ``ort-wasm-simd-threaded.mjs``/``.wasm`` from there, never
   from a CDN.
@@ -51,12 +53,15 @@ from pathlib import Path
 
 import numpy as np
 
+from compiler.core.deploy import convert
 from compiler.tools.demo import load_digits_split
 from compiler.tools.web import model_manifest, write_web_glue
 
 ORT_WEB_VERSION = "1.30.0"
 # The WASM-only script build (global ``ort``) and the runtime it loads.
-ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
+ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm",
+             # the WebGPU build (the page's backend switch) and the asyncify WASM it loads
+             "ort.webgpu.min.js", "ort-wasm-simd-threaded.asyncify.mjs", "ort-wasm-simd-threaded.asyncify.wasm")
 ORT_DIR_ENV = "PYTENSOR_ONNX_ORT_DIR"
 ASSETS = Path(__file__).parent / "web_assets"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -201,6 +206,40 @@ def digit_examples(model_path: str | os.PathLike, per_class: int = 2, seed: int 
             for i, img, p in zip(picks, images, probs)]
 
 
+VARIANTS = (("float32", None, "model.onnx"), ("float16", "float16", "model-float16.onnx"),
+            ("int8", "int8-static", "model-int8.onnx"))
+
+
+def model_variants(model_path: str | os.PathLike, site_dir: str | os.PathLike, seed: int = 0,
+                   n_calibration: int = 200) -> list[dict]:
+    """Write the digits model's float16 and int8 (static QDQ, per-channel)
+    conversions beside it (``compiler.core.deploy.convert``; int8 calibrated
+    on the first ``n_calibration`` training images of ``load_digits_split(seed)``)
+    and measure each variant's test accuracy in Python onnxruntime.
+
+    Returns:
+        ``[{"name": "float32" | "float16" | "int8", "file": str, "size_bytes": int,
+        "test_accuracy": float (the 360 test images), "n_test": int}]``.
+    """
+    import onnx
+    import onnxruntime as ort
+
+    model, data = onnx.load(os.fspath(model_path)), load_digits_split(seed)
+    name = model.graph.input[0].name
+    image_shape = tuple(d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim[1:])
+    x_train, x_test = (a.reshape((len(a), *image_shape)) for a in (data.x_train, data.x_test))
+    variants = []
+    for label, conversion, file in VARIANTS:
+        target = Path(site_dir) / file
+        if conversion is not None:
+            onnx.save(convert(model, conversion, [{name: x_train[:n_calibration]}]), os.fspath(target))
+        session = ort.InferenceSession(os.fspath(target), providers=["CPUExecutionProvider"])
+        predicted = np.argmax(session.run(None, {name: x_test})[0], axis=-1)
+        variants.append({"name": label, "file": file, "size_bytes": target.stat().st_size,
+                         "test_accuracy": float(np.mean(predicted == data.y_test)), "n_test": len(data.y_test)})
+    return variants
+
+
 def write_site(site_dir: str | os.PathLike, model_path: str | os.PathLike, ort_dist: str | os.PathLike,
                title: str = "digits model", seed: int = 0) -> Path:
     """Write the static site into ``site_dir`` (created if missing).
@@ -227,7 +266,8 @@ def write_site(site_dir: str | os.PathLike, model_path: str | os.PathLike, ort_d
     copy_ort(Path(ort_dist), site)
     for name in ("index.html", "demo.js"):
         shutil.copyfile(ASSETS / name, site / name)
-    info = {"title": title, "ort_version": ort_version(Path(ort_dist)), "examples": examples}
+    info = {"title": title, "ort_version": ort_version(Path(ort_dist)), "examples": examples,
+            "variants": model_variants(site / "model.onnx", site, seed=seed)}
     (site / "digits.json").write_text(json.dumps(info) + "\n")
     return site / "index.html"
 

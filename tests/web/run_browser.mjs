@@ -7,7 +7,13 @@
 //
 // PLAN: {"chromium": path, "demo": {"url", "screenshot", "strokes": [[[x, y], ...], ...]} | null,
 //        "plain": {"url"} | null  (the demo page from a server without COOP/COEP: one thread),
-//        "cases": {"url", "names": [...]} | null}
+//        "gpuDemo": {"url"} | null  (the demo page with ?backend=webgpu: every test image),
+//        "cases": {"url", "names": [...]} | null,
+//        "webgpu": {"url", "names": [...]} | null  (the cases on onnxruntime-web's WebGPU build where Chromium
+//                   has an adapter; results.webgpu = {probe: {adapter, reason}, cases: {name: result},
+//                   fallback: {name: result with ["webgpu", "wasm"] where ["webgpu"] failed}, log: {name: ort log lines}})}
+// Chromium gets SwiftShader's Vulkan WebGPU adapter (software, no GPU needed); the page must be a secure
+// context (http://127.0.0.1), not about:blank.
 import { readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,12 +22,19 @@ import { chromium } from "playwright-core";
 const [planPath, resultsPath] = process.argv.slice(2);
 const plan = JSON.parse(readFileSync(planPath, "utf8"));
 const userDataDir = mkdtempSync(join(tmpdir(), "pytensor-onnx-chromium-"));
-const args = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+const args = ["--no-sandbox", "--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-angle=swiftshader",
+  "--use-webgpu-adapter=swiftshader", "--disable-quic", "--no-first-run", "--disable-background-networking",
   "--disable-component-update", "--disable-sync"];
 const results = { console: [], errors: [] };
 
-function watch(page, tag) {
-  page.on("console", (m) => { if (m.type() === "error") results.console.push(`${tag}: ${m.text()}`); });
+// onnxruntime's own verbose/info/warning log lines (wasm stderr, hence console.error): "DATE [V:onnxruntime:...".
+const ORT_LOG = /^(\x1b\[[0-9;]*m)?\S+ \S+ \[[VIW]:onnxruntime:/;
+
+function watch(page, tag, ortLog = null) {
+  page.on("console", (m) => {
+    if (ortLog && ORT_LOG.test(m.text())) ortLog.push(m.text());
+    else if (m.type() === "error") results.console.push(`${tag}: ${m.text()}`);
+  });
   page.on("pageerror", (e) => results.errors.push(`${tag}: ${e.message}`));
   page.on("response", (r) => { if (r.status() >= 400) results.errors.push(`${tag}: HTTP ${r.status()} ${r.url()}`); });
   page.on("requestfailed", (r) => results.errors.push(`${tag}: request failed ${r.url()}`));
@@ -37,6 +50,8 @@ async function runDemo(browser, demo) {
     isolated: globalThis.crossOriginIsolated, threads: ort.env.wasm.numThreads, n: demo.examples.length }));
   const out = { ...state, tests: [], drawn: null };
   if (state.error) return out;
+  await page.waitForFunction(() => demo.variants !== undefined, null, { timeout: 60000 });
+  out.variants = await page.evaluate(() => demo.variants);
   for (let i = 0; i < state.n; i++) {
     const before = await page.evaluate(() => demo.runs);
     await page.click(`#test-${i}`);
@@ -91,6 +106,27 @@ async function runPlain(browser, plain) {
   return out;
 }
 
+async function runGpuDemo(browser, gpuDemo) {
+  const page = await browser.newPage();
+  watch(page, "gpuDemo", []);
+  await page.goto(gpuDemo.url);
+  await page.waitForFunction(() => globalThis.demo && (demo.ready || demo.error), null, { timeout: 60000 });
+  const out = await page.evaluate(() => ({ error: demo.error, backend: demo.backend, note: demo.backendNote,
+    noteText: document.getElementById("backend-note").textContent,
+    backendText: document.getElementById("backend").textContent,
+    switchValue: document.getElementById("backend-switch").value, n: demo.examples?.length ?? 0 }));
+  await page.waitForFunction(() => demo.variants !== undefined, null, { timeout: 60000 });
+  out.variants = await page.evaluate(() => demo.variants);
+  out.tests = [];
+  for (let i = 0; !out.error && i < out.n; i++) {
+    await page.click(`#test-${i}`);
+    await page.waitForFunction((k) => demo.runs === k, i + 1);
+    out.tests.push(await page.evaluate(() => demo.last));
+  }
+  await page.close();
+  return out;
+}
+
 async function runCases(browser, cases) {
   const page = await browser.newPage();
   watch(page, "cases");
@@ -106,6 +142,30 @@ async function runCases(browser, cases) {
   return out;
 }
 
+// The cases on the WebGPU build with executionProviders ["webgpu"], after probing for an adapter; the
+// verbose log lines saying which nodes onnxruntime placed on which execution provider are kept.
+async function runWebGPU(browser, webgpu) {
+  const page = await browser.newPage();
+  const log = [];
+  watch(page, "webgpu", log);
+  await page.goto(webgpu.url);
+  await page.waitForFunction(() => globalThis.harnessReady === true, null, { timeout: 30000 });
+  const out = { probe: await page.evaluate(() => globalThis.probeWebGPU()), cases: {}, fallback: {}, log: {} };
+  if (out.probe.adapter) {
+    const run = (name, eps) => page.evaluate(([n, e]) => globalThis.runCase(n, e)
+      .catch((err) => ({ error: String(err && err.stack || err) })), [name, eps]);
+    for (const name of webgpu.names) {
+      const start = log.length;
+      out.cases[name] = await run(name, ["webgpu"]);
+      out.log[name] = log.slice(start);
+      // Where the WebGPU session cannot be made, the same model with the WebAssembly EP listed second.
+      if (out.cases[name].error) out.fallback[name] = await run(name, ["webgpu", "wasm"]);
+    }
+  }
+  await page.close();
+  return out;
+}
+
 const started = Date.now();
 // A fresh profile (the persistent context's user data dir), removed afterwards.
 const browser = await chromium.launchPersistentContext(userDataDir, { executablePath: plan.chromium, headless: true,
@@ -114,7 +174,9 @@ try {
   results.version = browser.browser()?.version() ?? null;
   if (plan.demo) results.demo = await runDemo(browser, plan.demo);
   if (plan.plain) results.plain = await runPlain(browser, plan.plain);
+  if (plan.gpuDemo) results.gpuDemo = await runGpuDemo(browser, plan.gpuDemo);
   if (plan.cases) results.cases = await runCases(browser, plan.cases);
+  if (plan.webgpu) results.webgpu = await runWebGPU(browser, plan.webgpu);
 } catch (err) {
   results.errors.push(`driver: ${err && err.stack || err}`);
 } finally {

@@ -1,19 +1,56 @@
 // The digits page of `pytensor-onnx demo --web`: draw a digit or pick a test
 // image; the model (model.onnx, through the glue module model.js) runs in
-// onnxruntime-web's WASM backend. Preprocessing follows sklearn's digits
+// onnxruntime-web's WASM backend, or its WebGPU backend with ?backend=webgpu (the
+// page's switch), falling back to WASM with a visible message where the browser
+// has no WebGPU adapter. Preprocessing follows sklearn's digits
 // (UCI optdigits): a 32x32 binary bitmap, on-pixels counted in 4x4 blocks
 // (0-16), divided by 16 as the Python demo does.
 import { createSession, run, MODEL } from "./model.js";
 
+const $ = (id) => document.getElementById(id);
+const demo = { ready: false, error: null, runs: 0, last: null, backend: null, backendNote: null };
+globalThis.demo = demo;
+
+// Why WebGPU cannot be used here, or null when an adapter is available.
+async function webgpuMissing() {
+  if (!globalThis.isSecureContext) return "not a secure context (serve the page over https or from 127.0.0.1)";
+  if (!navigator.gpu) return "this browser has no WebGPU (navigator.gpu is undefined)";
+  try {
+    return (await navigator.gpu.requestAdapter()) ? null : "navigator.gpu.requestAdapter() found no adapter";
+  } catch (e) {
+    return `requesting a WebGPU adapter failed: ${e && e.message || e}`;
+  }
+}
+
+function loadScript(src) {
+  return new Promise((resolve, reject) => {
+    const s = document.createElement("script");
+    s.src = src;
+    s.onload = resolve;
+    s.onerror = () => reject(new Error(`cannot load ${src}`));
+    document.head.append(s);
+  });
+}
+
+demo.backend = new URLSearchParams(location.search).get("backend") === "webgpu" ? "webgpu" : "wasm";
+$("backend-switch").value = demo.backend;
+$("backend-switch").addEventListener("change", (e) => { location.search = `?backend=${e.target.value}`; });
+if (demo.backend === "webgpu") {
+  const reason = await webgpuMissing();
+  if (reason) {
+    demo.backend = "wasm";
+    demo.backendNote = `WebGPU is not available (${reason}); running on WebAssembly.`;
+    $("backend-note").textContent = demo.backendNote;
+  }
+}
+// The WebGPU build also runs the WASM backend (nodes WebGPU lacks fall back to it).
+await loadScript(demo.backend === "webgpu" ? "ort/ort.webgpu.min.js" : "ort/ort.wasm.min.js");
 const ort = globalThis.ort;
 // The runtime's .mjs/.wasm files sit in ort/ beside this page (no CDN).
 ort.env.wasm.wasmPaths = new URL("ort/", document.baseURI).href;
 // Two threads need SharedArrayBuffer, i.e. a cross-origin isolated page (COOP/COEP headers).
 ort.env.wasm.numThreads = globalThis.crossOriginIsolated ? 2 : 1;
 
-const $ = (id) => document.getElementById(id);
-const demo = { ready: false, error: null, runs: 0, last: null };
-globalThis.demo = demo;
 
 const inputSpec = MODEL.inputs[0];
 const outputName = MODEL.outputs[0].name;
@@ -135,10 +172,10 @@ async function main() {
   const bytes = new Uint8Array(await (await fetch(MODEL.model)).arrayBuffer());
   $("model-size").textContent = `${(bytes.byteLength / 1024).toFixed(1)} KiB (${bytes.byteLength} bytes)`;
   const t0 = performance.now();
-  demo.session = await createSession(ort, bytes);
+  demo.session = await createSession(ort, bytes, { executionProviders: [demo.backend] });
   demo.sessionMs = performance.now() - t0;
   $("session-time").textContent = `${demo.sessionMs.toFixed(1)} ms`;
-  $("backend").textContent = `onnxruntime-web ${info.ort_version || ort.env.versions?.web || ""} wasm, ` +
+  $("backend").textContent = `onnxruntime-web ${info.ort_version || ort.env.versions?.web || ""} ${demo.backend}, ` +
     `${ort.env.wasm.numThreads} thread${ort.env.wasm.numThreads > 1 ? "s" : ""}` +
     (globalThis.crossOriginIsolated ? " (cross-origin isolated)" : "");
   demo.examples = info.examples;
@@ -158,6 +195,44 @@ async function main() {
   });
   demo.ready = true;
   $("status").textContent = "Ready.";
+  demo.variants = await compareVariants(info);
+}
+
+// The float32, float16 and int8 models (digits.json's "variants") on this page's backend: each
+// classifies the test images in one batch; one row per model with its size and accuracies.
+async function compareVariants(info) {
+  const n = info.examples.length;
+  const x = new Float32Array(n * 64);
+  info.examples.forEach((ex, i) => ex.pixels.forEach((p, j) => { x[i * 64 + j] = p / 16; }));
+  const rows = [];
+  for (const v of info.variants || []) {
+    const row = { name: v.name, sizeBytes: v.size_bytes, pyAccuracy: v.test_accuracy, classes: null, error: null };
+    try {
+      const session = await createSession(ort, new URL(v.file, document.baseURI).href,
+        { executionProviders: [demo.backend] });
+      const t0 = performance.now();
+      const out = await run(session, ort, { [inputSpec.name]: { data: x, dims: [n, ...inputSpec.shape.slice(1)] } });
+      row.ms = performance.now() - t0;
+      const probs = out[outputName].data;
+      row.classes = info.examples.map((_, i) => {
+        const p = Array.from(probs.subarray(i * 10, i * 10 + 10));
+        return p.indexOf(Math.max(...p));
+      });
+      row.accuracy = row.classes.filter((c, i) => c === info.examples[i].label).length / n;
+      await session.release();
+    } catch (err) {
+      row.error = String(err && err.message || err);
+    }
+    const tr = document.createElement("tr");
+    tr.id = `variant-${v.name}`;
+    const cells = [v.name, `${(v.size_bytes / 1024).toFixed(1)} KiB`, `${(100 * v.test_accuracy).toFixed(1)}% of ${v.n_test}`,
+      row.error ? `error: ${row.error}` : `${(100 * row.accuracy).toFixed(1)}% of ${n}`,
+      row.error ? "–" : `${row.ms.toFixed(1)} ms`];
+    for (const c of cells) { const td = document.createElement("td"); td.textContent = c; tr.append(td); }
+    $("variants").querySelector("tbody").append(tr);
+    rows.push(row);
+  }
+  return rows;
 }
 main().catch((err) => {
   demo.error = String(err && err.stack || err);

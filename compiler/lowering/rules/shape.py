@@ -193,9 +193,8 @@ def lower_alloc(ctx, node):
     of 1 (length 2 to shape (1,)) would give the longer result where
     ``Alloc`` raises. Where PyTensor's type says the target dim is 1 and the
     value's dim is not statically 1, the result is reshaped to the target
-    shape, which fails at run time for such a value (and fixes the value's
-    size to 1 in the model's input types when it comes from an input). A
-    target dim of run-time size 1 is not guarded (docs/status.md "Not done yet"):
+    shape, which fails at run time (in onnxruntime's Reshape) for such a
+    value. A target dim of run-time size 1 is not guarded (docs/status.md "Not done yet"):
     a guard on every Alloc would hide the repeat patterns resize-recovery
     finds."""
     value = ctx.get(node.inputs[0])

@@ -40,7 +40,9 @@ def points(rng) -> tuple[np.ndarray, np.ndarray]:
 
 def cot_derivative(n: int) -> list[int]:
     """Integer coefficients (lowest power first) of Q_n, ``d^n/dx^n cot(pi x)
-    = pi^n Q_n(cot(pi x))``: Q_0 = t, Q_(k+1) = -(1 + t^2) Q_k'."""
+    = pi^n Q_n(cot(pi x))``: Q_0 = t, Q_(k+1) = -(1 + t^2) Q_k'. Exact and
+    kept apart from ``ir.ops.special.cot_derivative`` (float), which the
+    reference checks."""
     q = [0, 1]
     for _ in range(n):
         d = [i * c for i, c in enumerate(q)][1:] or [0]

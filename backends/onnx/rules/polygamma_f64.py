@@ -42,6 +42,7 @@ import numpy as np
 
 from backends.onnx.registry import emits
 from backends.onnx.rules.common import F64
+from backends.onnx.rules.special import float64_body
 from backends.onnx.rules.special_f64 import (PI, add, div, if_all_positive, is_integer, k, last_axis, lt, mul, poly,
                                              sincospi, steps, sub, where)
 from ir.ops.special import cot_derivative
@@ -136,11 +137,6 @@ def _polygamma_any(c, x, n: int):
 def polygamma_function(ctx, node, x):
     """A call of the model-local function ``Polygamma<n>`` for the input
     dtype (float32/float16 computed in float64 and rounded once)."""
-    n = node.attrs["n"]
-    dtype = node.inputs[0].dtype
-
-    def body(c, v):
-        if dtype == F64:
-            return polygamma(c, v, n)
-        return c.cast(polygamma(c, c.cast(v, F64), n), dtype)
-    return ctx.call_function(f"Polygamma{n}", str(dtype), [x], body)
+    n, dtype = node.attrs["n"], node.inputs[0].dtype
+    return ctx.call_function(f"Polygamma{n}", str(dtype), [x],
+                             float64_body(lambda c, v: polygamma(c, v, n), dtype))

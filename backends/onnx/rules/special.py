@@ -27,9 +27,10 @@ FUNCTION_NAMES = {"gammaln": "GammaLn", "gamma": "Gamma", "psi": "Digamma", "tri
                   "gammainc": "GammaIncP", "gammaincc": "GammaIncQ", "betainc": "BetaInc"}
 
 
-def _body(op: str, dtype):
-    fn = FORMULAS[op]
-
+def float64_body(fn, dtype):
+    """A function body computing the float64 formula ``fn(c, *params)`` for
+    ``dtype`` inputs: float32/float16 are cast to float64 and the result
+    rounded once (the module doc)."""
     def body(c, *params):
         if dtype == F64:
             return fn(c, *params)
@@ -41,4 +42,4 @@ def _body(op: str, dtype):
 def special_function(ctx, node, *xs):
     """A call of the op's model-local function for the input dtype (see the module doc)."""
     dtype = node.inputs[0].dtype
-    return ctx.call_function(FUNCTION_NAMES[node.op], str(dtype), list(xs), _body(node.op, dtype))
+    return ctx.call_function(FUNCTION_NAMES[node.op], str(dtype), list(xs), float64_body(FORMULAS[node.op], dtype))

@@ -14,16 +14,8 @@ from pytensor.tensor.slinalg import BlockDiagonal
 
 from compiler.lowering.context import ir_dtype
 from compiler.lowering.registry import lowers
-from compiler.lowering.rules.indexing import INT64, int64_scalar, int64_value, int64_vector
+from compiler.lowering.rules.indexing import INT64, dim_of, int64_scalar, int64_value, int64_vector
 from ir import Value
-
-
-def _dim(ctx, x: Value, axis: int) -> int | Value:
-    """Size of ``x`` along ``axis``: an int when static, else a 0-d int64 value."""
-    size = x.shape[axis]
-    if isinstance(size, int):
-        return size
-    return ctx.add("gather", [ctx.add("shape", [x]), ctx.scalar(axis % x.rank, INT64)], {"axis": 0})
 
 
 def _total(ctx, sizes: list) -> int | Value:
@@ -46,7 +38,7 @@ def lower_block_diagonal(ctx, node):
     concatenated along the rows."""
     dtype = ir_dtype(node.outputs[0])
     mats = [ctx.cast(ctx.get(v), dtype) for v in node.inputs]
-    widths = [_dim(ctx, m, 1) for m in mats]
+    widths = [dim_of(ctx, m, 1) for m in mats]
     zero = ctx.scalar(0, dtype)
     strips = []
     for i, m in enumerate(mats):
@@ -54,7 +46,7 @@ def lower_block_diagonal(ctx, node):
         for cols in (widths[:i], widths[i + 1:]):
             if not cols:
                 continue
-            shape = int64_vector(ctx, [_dim(ctx, m, 0), _total(ctx, cols)])
+            shape = int64_vector(ctx, [dim_of(ctx, m, 0), _total(ctx, cols)])
             pieces.append(ctx.add("expand", [zero, shape]))
         left = 1 if i else 0
         pieces.insert(left, m)
@@ -75,7 +67,7 @@ def lower_fill_diagonal(ctx, node):
     zero, one = ctx.scalar(0, INT64), ctx.scalar(1, INT64)
     ranges = []
     for axis in range(a.rank):
-        r = ctx.add("range", [zero, int64_value(ctx, _dim(ctx, a, axis)), one])
+        r = ctx.add("range", [zero, int64_value(ctx, dim_of(ctx, a, axis)), one])
         ranges.append(ctx.add("unsqueeze", [r], {"axes": [i for i in range(a.rank) if i != axis]}))
     mask = ctx.add("eq", [ranges[0], ranges[1]])
     for r in ranges[2:]:
@@ -93,7 +85,7 @@ def lower_fill_diagonal_offset(ctx, node):
     width writes where ``perform`` does: ``offset = 7`` on a 4x4 matrix
     writes ``(1, 3)``). Inside the matrix this is ``(i, i + offset)``."""
     a, val = ctx.get(node.inputs[0]), ctx.get(node.inputs[1])
-    h, w = (int64_value(ctx, _dim(ctx, a, axis)) for axis in (0, 1))
+    h, w = (int64_value(ctx, dim_of(ctx, a, axis)) for axis in (0, 1))
     offset = int64_value(ctx, int64_scalar(ctx, node.inputs[2]))
 
     def op(name, *args):

@@ -134,6 +134,16 @@ def int64_vector(ctx, items: Sequence[int | Value]) -> Value:
     return pieces[0] if len(pieces) == 1 else ctx.add("concat", pieces, {"axis": 0})
 
 
+def dim_of(ctx, x: Value, axis: int) -> int | Value:
+    """The length of ``x`` along ``axis``: a Python int when the IR type
+    knows it, else a 0-d int64 ``gather`` of ``shape(x)`` (``int64_value``
+    makes either an IR value)."""
+    size = x.shape[axis]
+    if isinstance(size, int):
+        return size
+    return ctx.add("gather", [ctx.add("shape", [x]), ctx.scalar(axis % x.rank, INT64)], {"axis": 0})
+
+
 def shape_vector(ctx, x: Value) -> Value:
     """``i64[rank]``: the shape of ``x``, a constant when its type is static."""
     if x.type.is_static:

@@ -35,8 +35,7 @@ from compiler.lowering.context import LoweringContext
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.decompositions import float_args
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
-from compiler.lowering.rules.matrix_loops import positions, run_steps, unsq
-from compiler.lowering.rules.scalar_ops import shape_of
+from compiler.lowering.rules.matrix_loops import identity_like, run_steps
 from compiler.lowering.rules.solvers import lu_solve
 from ir import DType, Value
 
@@ -75,8 +74,7 @@ def expm(ctx: LoweringContext, a: Value) -> Value:
     finite = ctx.add("lt", [s, k(1100.0)])  # NaN/inf norms (and nothing finite) fail this
     s = ctx.add("where", [finite, s, k(0.0)])
     scaled = ctx.add("div", [a, ctx.add("pow", [k(2.0), s])])
-    rows = positions(ctx, a)
-    eye = ctx.add("expand", [ctx.cast(ctx.add("eq", [unsq(ctx, rows, 1), rows]), dtype), shape_of(ctx, a)])
+    eye = identity_like(ctx, a)
     b = PADE_13
     a2 = mm(scaled, scaled)
     a4 = mm(a2, a2)

@@ -44,6 +44,7 @@ import numpy as np
 
 from compiler.lowering.bodies import Body
 from compiler.lowering.context import LoweringContext
+from compiler.lowering.rules.indexing import dim_of, int64_value
 from compiler.lowering.rules.scalar_ops import shape_of
 from ir import DType, TensorType, Value
 
@@ -53,10 +54,7 @@ Step = Callable[[LoweringContext, Value, list, list], list]
 
 def size_of(ctx: LoweringContext, a: Value) -> Value:
     """The matrix size ``a.shape[-1]`` as an ``i64[]`` (a constant when static)."""
-    n = a.shape[-1]
-    if isinstance(n, int):
-        return ctx.scalar(n, INT64)
-    return ctx.add("gather", [ctx.add("shape", [a]), ctx.scalar(a.rank - 1, INT64)], {"axis": 0})
+    return int64_value(ctx, dim_of(ctx, a, -1))
 
 
 def positions(ctx: LoweringContext, a: Value) -> Value:
@@ -90,6 +88,13 @@ def run_steps(ctx: LoweringContext, count: Value, carried: Sequence[Value], inva
 def zeros_like(ctx: LoweringContext, x: Value) -> Value:
     """Zeros of ``x``'s shape and dtype (never ``x * 0``, which is NaN at Inf)."""
     return ctx.add("expand", [ctx.scalar(0, x.dtype), shape_of(ctx, x)])
+
+
+def identity_like(ctx: LoweringContext, a: Value) -> Value:
+    """Identity matrices of ``a``'s shape (``(..., n, n)``) and dtype."""
+    rows = positions(ctx, a)
+    eye = ctx.cast(ctx.add("eq", [unsq(ctx, rows, 1), rows]), a.dtype)
+    return ctx.add("expand", [eye, shape_of(ctx, a)])
 
 
 def column(ctx: LoweringContext, x: Value, j: Value) -> Value:

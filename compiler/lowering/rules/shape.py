@@ -24,7 +24,7 @@ from pytensor.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
 from compiler.lowering.errors import Unsupported
 from compiler.lowering.context import ir_dtype
 from compiler.lowering.registry import lowers
-from compiler.lowering.rules.indexing import INT64, int64_scalar, int64_value, int64_vector, shape_vector
+from compiler.lowering.rules.indexing import INT64, dim_of, int64_scalar, int64_value, int64_vector, shape_vector
 
 # -- identities ------------------------------------------------------------
 
@@ -175,10 +175,7 @@ def lower_shape(ctx, node):
 @lowers(Shape_i)
 def lower_shape_i(ctx, node):
     """Shape_i(i): the 0-d int64 length of axis ``i`` (a constant when static)."""
-    x, i = ctx.get(node.inputs[0]), node.op.i
-    if isinstance(x.shape[i], int):
-        return [ctx.scalar(x.shape[i], INT64)]
-    return [ctx.add("gather", [ctx.add("shape", [x]), ctx.scalar(i, INT64)], {"axis": 0})]
+    return [int64_value(ctx, dim_of(ctx, ctx.get(node.inputs[0]), node.op.i))]
 
 
 # -- building tensors --------------------------------------------------------

@@ -43,8 +43,7 @@ from compiler.lowering.context import LoweringContext
 from compiler.lowering.registry import find_in_mro, lowers
 from compiler.lowering.rules.decompositions import cholesky, float_args, matrix_transpose, solve_triangular
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
-from compiler.lowering.rules.matrix_loops import broadcast_batch, diagonal, lu_loop, positions, unsq
-from compiler.lowering.rules.scalar_ops import shape_of
+from compiler.lowering.rules.matrix_loops import broadcast_batch, diagonal, identity_like, lu_loop, positions, unsq
 from ir import DType, Value
 
 
@@ -114,9 +113,7 @@ def _cholesky_solve_rule(ctx: LoweringContext, node, args: list[Value]) -> Value
 
 def _inverse_rule(ctx: LoweringContext, node, args: list[Value]) -> Value:
     (a,) = float_args(ctx, node, args)
-    rows = positions(ctx, a)
-    eye = ctx.cast(ctx.add("eq", [unsq(ctx, rows, 1), rows]), a.dtype)
-    return lu_solve(ctx, a, ctx.add("expand", [eye, shape_of(ctx, a)]))
+    return lu_solve(ctx, a, identity_like(ctx, a))
 
 
 def _slogdet(ctx: LoweringContext, a: Value) -> tuple[Value, Value]:

@@ -321,10 +321,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="how the default-mode reference runs (its rewritten graph either way): 'python' with "
                            "the ops' Python implementations (default, ~0.2 s a graph), 'default' with the default "
                            "mode's own backend (Numba in PyTensor 3, C in 2.38: seconds a graph to compile)")
-    fuzz.add_argument("--family", default="ops", choices=["ops", "scan-grad", "idioms", "pymc"],
+    fuzz.add_argument("--family", default="ops", choices=["ops", "scan-grad", "idioms", "pymc", "pymc-model", "random"],
                       help="programs: random op chains (default), a random scan and its nested gradients, "
-                           "idioms (convolution, pooling, linear algebra, sorting, special functions), or PyMC "
-                           "log-densities (needs PyMC)")
+                           "idioms (convolution, pooling, linear algebra, sorting, special functions), PyMC "
+                           "log-densities of one distribution or of small whole models (pymc, pymc-model: need "
+                           "PyMC), or random variables compared in distribution under both random policies")
     fuzz.add_argument("--no-isolate", action="store_true",
                       help="run cases in this process (a hard onnxruntime crash then ends the run)")
     fuzz.set_defaults(func=_cmd_fuzz)

@@ -131,13 +131,13 @@ def test_quick_fuzz_run_has_no_unexplained_failures(start):
     assert report.counts["match"] >= 40, report.summary()
 
 
-# The long run: 5,000 graphs (seeds 100000..104999) in the slow job, in 50
+# The long run: 10,000 graphs (seeds 100000..109999) in the slow job, in 100
 # chunks of 100 so that ``-n 2`` keeps both workers busy to the end (about
-# 0.06 s a graph on one core, ~3 min per PyTensor line with ``-n 2``). Each
+# 0.05 s a graph on an idle core, ~5 min per PyTensor line with ``-n 2``). Each
 # case runs in a child process (a hard onnxruntime crash is a ``crash``), under
 # onnxruntime's default session options (``CompiledModel.session``).
 @pytest.mark.slow
-@pytest.mark.parametrize("start", range(100_000, 105_000, 100))
+@pytest.mark.parametrize("start", range(100_000, 110_000, 100))
 def test_long_fuzz_run_has_no_failures(start):
     report = fuzz(start, 100, isolate=True, shrink_failures=True, backend="python", timeout_s=120)
     print(report.summary())
@@ -319,10 +319,106 @@ def test_the_pymc_seeds_of_the_longer_alloc_value(seed):
     assert not report.failures, report.summary()
 
 
-@pytest.mark.extended  # 130-580 s a chunk on the 2-core machine (idle to loaded)
-@pytest.mark.parametrize("start", [200, 300])
+@pytest.mark.slow  # ~0.9 s a graph
+@pytest.mark.parametrize("start", [200, 250])
 def test_long_pymc_run_has_no_failures(start):
     pytest.importorskip("pymc")
-    report = fuzz(start, 100, isolate=True, shrink_failures=True, backend="python", timeout_s=120, family="pymc")
+    report = fuzz(start, 50, isolate=True, shrink_failures=True, backend="python", timeout_s=120, family="pymc")
     print(report.summary())
     assert {f.program.seed for f in report.failures} <= set(PYMC_OPEN_FINDINGS), report.summary()
+
+
+# The pymc-model family (``compiler/tools/fuzz/pymc_models.py``): a small whole PyMC model's joint
+# log-density or its gradient at an unconstrained point; PyTensor 2.38 with PyMC. ~1.5 s a graph.
+def test_pymc_model_programs_are_deterministic_and_cover_every_piece():
+    from compiler.tools.fuzz.pymc_models import LIKELIHOODS, generate_pymc_model
+
+    assert FAMILIES["pymc-model"] is generate_pymc_model
+    assert generate_pymc_model(4).source() == generate_pymc_model(4).source()
+    sources = [generate_pymc_model(seed).source() for seed in range(40)]
+    for piece in [f"pm.{name}('y'" for name in LIKELIHOODS] + ["theta = pm.Normal", "theta = mu + sigma * z",
+                                                                 "pm.Dirichlet", "pt.dot(", "pytensor.grad("]:
+        assert any(piece in src for src in sources), piece
+    assert all("model.logp()" in src for src in sources)
+
+
+@pytest.mark.parametrize("seed", [3, 8, 13])
+def test_quick_pymc_model_run_has_no_unexplained_failures(seed):
+    pytest.importorskip("pymc")
+    report = fuzz(seed, 1, shrink_failures=False, backend="python", family="pymc-model")
+    assert not report.failures, report.summary()
+    assert report.counts["match"] + report.counts["known"] == 1, report.summary()
+
+
+@pytest.mark.slow  # ~1.5 s a graph
+@pytest.mark.parametrize("start", [400, 430])
+def test_long_pymc_model_run_has_no_failures(start):
+    pytest.importorskip("pymc")
+    report = fuzz(start, 30, isolate=True, shrink_failures=True, backend="python", timeout_s=300,
+                  family="pymc-model")
+    print(report.summary())
+    assert not report.failures, report.summary()
+
+
+# The random family (``compiler/tools/fuzz/random_draws.py``): draws compared in distribution (two-sample
+# KS per column, Bonferroni over the program's tests at ALPHA) under both ``random`` policies and paths.
+def test_random_programs_are_deterministic_and_cover_every_distribution():
+    from compiler.tools.fuzz.random_draws import DISTRIBUTIONS, generate_random
+
+    assert FAMILIES["random"] is generate_random
+    assert generate_random(5).source() == generate_random(5).source()
+    sources = [generate_random(seed).source() for seed in range(3 * len(DISTRIBUTIONS))]
+    for name in DISTRIBUTIONS:
+        assert any(f"pt.random.{name}(" in src for src in sources), name
+    assert any(".owner.outputs[0]" in src for src in sources)  # chained generators
+    assert all(generate_random(seed).draws for seed in range(5))
+
+
+def test_sample_comparison_rejects_another_distribution_and_accepts_ulp_apart_atoms():
+    from compiler.tools.fuzz.random_draws import compare_samples
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(0, 1, (40_000, 2)), rng.normal(0, 1, (40_000, 2))
+    assert compare_samples(a, b, tests=4) is None
+    shifted = b + np.array([0.0, 0.06])
+    assert "column 1: two-sample KS" in compare_samples(a, shifted, tests=4)
+    assert "column 0" in compare_samples(a * 1.12, b, tests=4)
+    assert compare_samples(a.astype(np.float32), b, tests=4).startswith("dtype")
+    atoms = np.tanh((rng.random(40_000) < 0.4).astype(np.float64))  # onnxruntime's tanh(1) one ulp off NumPy's
+    assert compare_samples(np.where(atoms > 0, np.nextafter(atoms, 2), atoms), np.tanh((rng.random(40_000) < 0.4) * 1.0),
+                           tests=1) is None
+    assert compare_samples(atoms, np.tanh((rng.random(40_000) < 0.42) * 1.0), tests=1) is not None
+
+
+def test_the_random_family_finds_a_wrong_transform(monkeypatch):
+    """A normal draw lowered with its scale 12% too large is a mismatch."""
+    from pytensor.tensor.random import basic as rb
+
+    from compiler.lowering.rules import random as random_rules
+    from compiler.tools.fuzz.random_draws import generate_random, run_random_case
+
+    seed = next(s for s in range(100) if "pt.random.normal(" in generate_random(s, 1).source()
+                and ".owner" not in generate_random(s, 1).source())
+    program = generate_random(seed, 1)
+    assert run_random_case(program).kind == "match"
+    noise, transform, core = random_rules._TRANSFORMS[rb.NormalRV]
+
+    def wider(ctx, z, p):
+        return transform(ctx, ctx.add("mul", [z, ctx.scalar(1.12, z.dtype)]), p)
+
+    monkeypatch.setitem(random_rules._TRANSFORMS, rb.NormalRV, (noise, wider, core))
+    result = run_random_case(program)
+    assert result.kind == "mismatch" and "two-sample KS" in result.detail, result.report()
+
+
+def test_quick_random_run_has_no_failures():
+    report = fuzz(0, 12, shrink_failures=False, backend="python", family="random")
+    assert report.counts["match"] == 12, report.summary()
+
+
+@pytest.mark.slow  # ~0.2 s a graph
+@pytest.mark.parametrize("start", [500_000, 500_100, 500_200])
+def test_long_random_run_has_no_failures(start):
+    report = fuzz(start, 100, isolate=True, shrink_failures=True, backend="python", timeout_s=120, family="random")
+    print(report.summary())
+    assert not report.failures, report.summary()

@@ -53,6 +53,9 @@ class Program:
             constant upcasts (PyMC's log-densities) is compared at float32's
             precision, since onnxruntime's float32 kernels round otherwise
             than NumPy's (within a few ulp).
+        draws: the output is a random sample (the ``random`` family,
+            ``random_draws.py``), compared in distribution, not value for
+            value.
     """
 
     inputs: list = field(default_factory=list)
@@ -60,6 +63,7 @@ class Program:
     seed: int = 0
     condition: float = 1.0
     precision: str | None = None
+    draws: bool = False
 
     @property
     def bound(self) -> tuple:

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
+import functools
 import multiprocessing
 import time
 import traceback
@@ -50,13 +52,16 @@ from compiler.lowering.errors import UnsupportedOpsError
 from compiler.tools.fuzz.generate import Program, generate
 from compiler.tools.fuzz.idioms import generate_idioms
 from compiler.tools.fuzz.pymc_logps import generate_pymc
+from compiler.tools.fuzz.pymc_models import generate_pymc_model
+from compiler.tools.fuzz.random_draws import generate_random, run_random_case
 from compiler.tools.fuzz.scan_grads import generate_scan_grad
 from compiler.tools.fuzz.wrong_shapes import check_wrong_shapes
 
 ORDER = ["crash", "mismatch", "known", "pytensor-error", "unsupported", "match", "invalid"]
 # Program generators by family: seed, max_steps -> Program.
 FAMILIES: dict[str, Callable[[int, int], Program]] = {"ops": generate, "scan-grad": generate_scan_grad,
-                                                     "idioms": generate_idioms, "pymc": generate_pymc}
+                                                     "idioms": generate_idioms, "pymc": generate_pymc,
+                                                     "pymc-model": generate_pymc_model, "random": generate_random}
 FAILURES = ("crash", "mismatch")
 
 
@@ -176,14 +181,26 @@ def reference_mode(backend: str = "default"):
     Raises:
         ValueError: an unknown ``backend``.
     """
+    import pytensor
     from pytensor.compile.mode import get_default_mode
 
-    mode = get_default_mode()
     if backend == "default":
-        return mode
+        return get_default_mode()
     if backend != "python":
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    return _plain_mode("py", mode._optimizer)
+    flags = pytensor.config
+    return _python_reference_mode(flags.mode, flags.optimizer_including, flags.optimizer_excluding,
+                                  flags.optimizer_requiring)
+
+
+@functools.lru_cache(maxsize=4)
+def _python_reference_mode(*config):
+    """``reference_mode("python")`` for the PyTensor flags ``config``: the
+    default mode's rewrite query is run once (``Mode.optimizer`` queries the
+    rewrite database at every ``pytensor.function``, ~5 ms a call)."""
+    from pytensor.compile.mode import get_default_mode
+
+    return _plain_mode("py", get_default_mode().optimizer)
 
 
 def _reference(inputs, out, data, mode):
@@ -360,7 +377,9 @@ def implementation_difference(path: str, backend: str, inputs, out, fn, data, go
     again by PyTensor's other implementations: the default mode's own backend
     (Numba in 3.0, C in 2.38; for the compiled path the default-mode function
     itself; for the raw path also the default-mode function, whose rewrites
-    the model follows), each op's Python ``perform`` and its C code. When one of them
+    the model follows), each op's Python ``perform`` and its C code; for the
+    compiled path also the graph as written run by the Python ``perform``s
+    (the result the default mode's rewrites must keep). When one of them
     gives the model's result ``got``, PyTensor's implementations of that one
     graph disagree and the model agrees with one of them. docs/status.md ("Where
     PyTensor disagrees with itself") records the cases found and the
@@ -377,6 +396,12 @@ def implementation_difference(path: str, backend: str, inputs, out, fn, data, go
         if backend == "python":
             candidates.append(("the default-mode function",
                                lambda: pytensor.function(inputs, out, mode=default, on_unused_input="ignore")))
+        # what PyTensor computes for the graph as written: the rewrites must not change it (PyTensor 2.38's
+        # Python Composite rounds some float64 results to float32 where its C code does not, whose own psi
+        # is ~1e-12 off: a model right at every element then agrees with neither whole)
+        candidates.append(("the Python implementation of the graph as written",
+                           lambda: pytensor.function(inputs, out, mode=Mode(linker="py", optimizer=None),
+                                                     on_unused_input="ignore")))
         graph = fn.maker.fgraph
         candidates += [(f"the {name} of the rewritten graph",
                         lambda linker=linker: pytensor.function(graph.inputs, graph.outputs[0],
@@ -440,7 +465,8 @@ def run_case(program: Program, backend: str = "default", wrong_shapes: bool = Tr
     """
     from pytensor.compile.mode import Mode
 
-
+    if program.draws:  # a random sample: compared in distribution (random_draws.py)
+        return run_random_case(program, backend)
     try:
         inputs, out = build(program)
     except Exception as e:
@@ -503,7 +529,7 @@ def shrink(program: Program, still_fails: Callable[[Program], bool], budget_s: f
         return time.monotonic() < deadline and still_fails(candidate)
 
     def with_lines(lines):
-        return Program(list(program.inputs), list(lines), program.seed, program.condition, program.precision)
+        return dataclasses.replace(program, inputs=list(program.inputs), lines=list(lines))
 
     for k in range(1, len(program.lines)):
         if try_(with_lines(program.lines[:k])):
@@ -519,7 +545,7 @@ def shrink(program: Program, still_fails: Callable[[Program], bool], budget_s: f
     text = "\n".join(program.lines)
     used = [inp for inp in program.inputs if inp[0] in text or inp[0] == program.inputs[0][0] and not program.lines]
     if used != program.inputs and used:
-        cand = Program(used, list(program.lines), program.seed, program.condition, program.precision)
+        cand = dataclasses.replace(program, inputs=used, lines=list(program.lines))
         if try_(cand):
             program = cand
     for j, (name, dtype, static, data) in enumerate(program.inputs):
@@ -533,7 +559,7 @@ def shrink(program: Program, still_fails: Callable[[Program], bool], budget_s: f
                     continue
                 inputs = list(program.inputs)
                 inputs[j] = (name, dtype, static, trial.reshape(data.shape))
-                cand = Program(inputs, list(program.lines), program.seed, program.condition, program.precision)
+                cand = dataclasses.replace(program, inputs=inputs, lines=list(program.lines))
                 if try_(cand):
                     program, flat = cand, trial
             chunk //= 2

@@ -1,0 +1,249 @@
+"""Seeded random programs of random variables: the fuzzer's ``random``
+family (``generate_random``; ``fuzz(..., family="random")``), and how such a
+program is judged (``run_random_case``).
+
+A program draws from one or two of the distributions ``compile_to_onnx``
+lowers (``compiler/lowering/rules/random.py``), its parameters graph inputs
+(scalars, or one value per column broadcast against ``size``), from one
+shared NumPy generator (a second draw chained on the first draw's
+next-generator output, as PyTensor's own chains are written), then 0-2
+elementwise steps on the draws (a sum of two draws, a scaling, a
+non-linear map).
+
+A draw cannot be compared value for value: PyTensor's generator and the
+model's noise differ. The output is a sample of ``ROWS`` rows (the ``size``
+axis), and each column of the model's sample is compared with the same
+column of PyTensor's by a two-sample Kolmogorov-Smirnov test
+(``scipy.stats.ks_2samp``); dtypes and shapes exactly. Both fuzzer paths
+(the raw graph and the default-mode function) run under both ``random``
+policies: ``"inputs"``, the noise fed from NumPy's generator, and
+``"onnx"``, drawn by onnxruntime. A program fails when any test rejects at
+``ALPHA / tests``: with the Bonferroni correction the chance that a correct
+program fails is at most ``ALPHA`` (1e-5: under 0.5% over a 300-program
+run); programs are seeded, so a run is repeatable. KS tests of discrete
+samples are conservative (their false-alarm rate is lower still).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from compiler.tools.fuzz.generate import Program
+
+# The sample size per column: at ALPHA / 12 the KS test rejects a CDF difference of ~0.02 (a location
+# shifted by 0.05 sd, a scale 10% off); drawing and sorting 40,000 values costs ~1 ms, the compiles ~10 ms.
+ROWS = 40_000
+ALPHA = 1e-5  # per program, over all its tests
+POLICIES = ("inputs", "onnx")
+REAL, POSITIVE, UNIT, LOW, ABOVE_LOW, SIMPLEX = "real", "positive", "unit", "low", "above_low", "simplex"
+# distribution -> its parameters (PyTensor's keyword names) with their domains; the draw's dtype kind
+DISTRIBUTIONS = {
+    "normal": ({"loc": REAL, "scale": POSITIVE}, "f"),
+    "lognormal": ({"mean": REAL, "sigma": POSITIVE}, "f"),
+    "uniform": ({"low": REAL, "high": ABOVE_LOW}, "f"),
+    "exponential": ({"scale": POSITIVE}, "f"),
+    "logistic": ({"loc": REAL, "scale": POSITIVE}, "f"),
+    "gumbel": ({"loc": REAL, "scale": POSITIVE}, "f"),
+    "laplace": ({"loc": REAL, "scale": POSITIVE}, "f"),
+    "cauchy": ({"loc": REAL, "scale": POSITIVE}, "f"),
+    "bernoulli": ({"p": UNIT}, "i"),
+    "integers": ({"low": LOW, "high": ABOVE_LOW}, "i"),
+    "categorical": ({"p": SIMPLEX}, "i"),
+}
+FOLLOW = ["{v} * 2", "pt.exp(-pt.abs({v}))", "pt.sqr({v})", "pt.tanh({v})", "{v} - {p}"]
+
+
+def generate_random(seed: int, max_steps: int = 3) -> Program:
+    """A random-variable program from ``seed`` (deterministic): one or two
+    draws of ``ROWS`` rows and 1-3 columns, then at most ``max_steps - 1``
+    elementwise steps."""
+    rng = np.random.default_rng([seed, 13])
+    prog = Program(seed=seed, draws=True)
+    columns = int(rng.integers(1, 4))
+    size = (ROWS, columns) if columns > 1 or rng.random() < 0.5 else (ROWS,)
+    dtype = str(rng.choice(["float32", "float64"]))
+    prog.lines.append(f"g = pytensor.shared(np.random.default_rng({seed}), name='g')")
+    first = _draw(rng, prog, sorted(DISTRIBUTIONS)[seed % len(DISTRIBUTIONS)], size, dtype, "g")
+    last = first
+    if rng.random() < 0.4:
+        name = str(rng.choice(sorted(DISTRIBUTIONS)))
+        second = _draw(rng, prog, name, size, dtype, f"{first}.owner.outputs[0]")
+        last = _line(prog, f"{first} + {second}")
+    for _ in range(int(rng.integers(0, max(max_steps, 1)))):
+        param = next((n for n, dt, _, d in prog.inputs  # a scalar or per-column parameter (not categorical's p)
+                      if dt.startswith("float") and d.shape in ((), size[1:])), None)
+        step = str(rng.choice(FOLLOW if param else FOLLOW[:-1]))
+        last = _line(prog, step.format(v=last, p=param))
+    return prog
+
+
+def _line(prog: Program, expr: str) -> str:
+    name = f"v{len(prog.lines)}"
+    prog.lines.append(f"{name} = {expr}")
+    return name
+
+
+def _draw(rng: np.random.Generator, prog: Program, name: str, size: tuple, dtype: str, generator: str) -> str:
+    """Add a ``pt.random.<name>`` draw of ``size`` (``(ROWS,)`` or ``(ROWS,
+    columns)``) whose parameters are new inputs, scalars or one value per
+    column; returns its variable. A categorical draw's probability vector is
+    its core dim, so its ``size`` is the batch of rows alone and its draw
+    broadcasts against the others' columns when added."""
+    params, kind = DISTRIBUTIONS[name]
+    shape = size[1:] if len(size) > 1 and rng.random() < 0.7 else ()
+    args, low = [], None
+    for param, domain in params.items():
+        data = _parameter(rng, domain, shape, dtype, low)
+        low = data if domain == LOW or param == "low" else low
+        static = tuple(d if rng.random() < 0.5 else None for d in data.shape)
+        if name == "categorical":  # the category count is the core dim: keep it static
+            static = data.shape
+        x = f"x{len(prog.inputs)}"
+        prog.inputs.append((x, str(data.dtype), static, data))
+        args.append(f"{param}={x}")
+    if name == "categorical":
+        size = (ROWS,) + (1,) * (len(size) - 1)
+    dtype_arg = f", dtype={dtype!r}" if kind == "f" else ""
+    return _line(prog, f"pt.random.{name}({', '.join(args)}, size={size}, rng={generator}{dtype_arg})")
+
+
+def _parameter(rng, domain: str, shape: tuple, dtype: str, low) -> np.ndarray:
+    """A parameter value in ``domain``: reals in [-3, 3], positives in
+    [0.2, 5] (log-uniform), probabilities in [0.05, 0.95], integer bounds in
+    [-5, 5] with ``high`` 1-8 above ``low``, a probability vector (the
+    categorical's: 2-5 categories, one possibly 0)."""
+    if domain == SIMPLEX:
+        k = int(rng.integers(2, 6))
+        p = rng.uniform(0.05, 1.0, k)
+        if rng.random() < 0.3:
+            p[int(rng.integers(k))] = 0.0
+        return p / p.sum()
+    if domain == LOW:
+        return rng.integers(-5, 6, shape).astype("int64")
+    if domain == ABOVE_LOW:
+        if np.asarray(low).dtype.kind == "i":
+            return (low + rng.integers(1, 9, shape)).astype("int64")
+        return np.asarray(low + np.exp(rng.uniform(np.log(0.2), np.log(5), shape)), dtype)
+    if domain == REAL:
+        x = rng.uniform(-3, 3, shape)
+    elif domain == POSITIVE:
+        x = np.exp(rng.uniform(np.log(0.2), np.log(5), shape))
+    else:
+        x = rng.uniform(0.05, 0.95, shape)
+    return np.asarray(x, dtype)
+
+
+def noise_feed(model, seed: int) -> dict:
+    """Standard noise for each of ``model.random_inputs`` (``"normal"`` or
+    U[0, 1) ``"uniform"``, of its dtype and shape) from NumPy's generator
+    seeded with ``seed``.
+
+    Raises:
+        ValueError: a noise input whose shape is not static.
+    """
+    gen = np.random.default_rng([seed, 17])
+    feed = {}
+    for spec in model.random_inputs:
+        if not all(isinstance(d, int) for d in spec.shape):
+            raise ValueError(f"noise input {spec.name} has a symbolic shape {spec.shape}")
+        draw = gen.standard_normal(spec.shape) if spec.noise == "normal" else gen.random(spec.shape)
+        feed[spec.name] = draw.astype(spec.dtype)
+    return feed
+
+
+def compare_samples(got: np.ndarray, want: np.ndarray, tests: int) -> str | None:
+    """None if the sample ``got`` (rows along axis 0) may come from the
+    distribution of ``want``'s, else why: dtype and shape exactly, then a
+    two-sample KS test per column (NaN ranked above +inf) rejecting at
+    ``ALPHA / tests``."""
+    from scipy import stats
+
+    got, want = np.asarray(got), np.asarray(want)
+    if got.dtype != want.dtype:
+        return f"dtype {got.dtype} != {want.dtype}"
+    if got.shape != want.shape:
+        return f"shape {got.shape} != {want.shape}"
+    g, w = (np.asarray(a, np.float64).reshape(len(a), -1) for a in (got, want))
+    eps = np.finfo(want.dtype).eps if want.dtype.kind == "f" else 0.0
+    for j in range(g.shape[1]):
+        a, b = (np.where(np.isnan(v), np.inf, v) for v in (g[:, j], w[:, j]))
+        a, b = _merge_close(a, b, eps)
+        p = stats.ks_2samp(a, b, method="asymp").pvalue
+        if p < ALPHA / tests:
+            return (f"column {j}: two-sample KS p = {p:.3g} < {ALPHA / tests:.3g} "
+                    f"(model median {np.median(a):.4g}, PyTensor's {np.median(b):.4g})")
+    return None
+
+
+def _merge_close(a: np.ndarray, b: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """``a`` and ``b`` with values closer than the fuzzer's float bound
+    (``16 eps (|x| + max|x|)``, ``runner.compare``'s) merged into one: the
+    sorted distinct values of both are grouped where neighbours are that
+    close, and each value becomes its group's smallest. An atom of a
+    discrete or saturated sample (``tanh(bernoulli)``, ``tanh`` of a large
+    value) computed a few ulp apart by onnxruntime and NumPy must not count
+    as other values: the KS statistic would jump by the atom's whole mass."""
+    both = np.concatenate([a, b])
+    finite = np.isfinite(both)
+    if not eps or not finite.any():
+        return a, b
+    values = np.unique(both[finite])
+    scale = np.max(np.abs(values))
+    starts = np.concatenate([[True], np.diff(values) > 16 * eps * (np.abs(values[1:]) + scale)])
+    first = values[starts][np.cumsum(starts) - 1]  # each value's group's smallest
+
+    def merged(x):
+        fin = np.isfinite(x)
+        out = x.copy()
+        out[fin] = first[np.searchsorted(values, x[fin])]
+        return out
+
+    return merged(a), merged(b)
+
+
+def run_random_case(program: Program, backend: str = "python"):
+    """Build and judge one ``random`` program (the module doc): returns a
+    ``runner.CaseResult`` (``match``, ``mismatch``, ``crash``,
+    ``unsupported`` or ``invalid``)."""
+    from pytensor.compile.mode import Mode
+
+    from compiler import compile_to_onnx
+    from compiler.lowering.errors import UnsupportedOpsError
+    from compiler.tools.fuzz.runner import CaseResult, _inner_graphs_in_python, _reference, build, reference_mode
+
+    try:
+        inputs, out = build(program)
+    except Exception as e:
+        return CaseResult("invalid", "", f"build: {type(e).__name__}: {e}"[:200], program)
+    data = [d for *_, d in program.inputs]
+    with warnings.catch_warnings(), _inner_graphs_in_python(backend):
+        warnings.simplefilter("ignore")
+        _, raw_want, raw_error = _reference(inputs, out, data, Mode(linker="py", optimizer=None))
+        fn, want, error = _reference(inputs, out, data, reference_mode(backend))
+    if fn is None or raw_error is not None or error is not None:
+        return CaseResult("invalid", "", f"PyTensor: {raw_error or error}"[:200], program)
+    paths = {"raw": (lambda policy: compile_to_onnx(inputs, outputs=[out], random=policy), raw_want),
+             "compiled": (lambda policy: compile_to_onnx(fn, random=policy), want)}
+    tests = len(paths) * len(POLICIES) * int(np.prod(np.shape(want)[1:], dtype=np.int64))
+    for path, (make, reference) in paths.items():
+        for policy in POLICIES:
+            where = f"{path}, random={policy!r}"
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    model = make(policy)
+            except UnsupportedOpsError as e:
+                return CaseResult("unsupported", path, f"{where}: {str(e)[:200]}", program)
+            except Exception as e:
+                return CaseResult("crash", path, f"{where}: compile: {type(e).__name__}: {e}"[:300], program)
+            try:
+                feed = noise_feed(model, program.seed) if policy == "inputs" else {}
+                got = model.run(*data, **feed)[0]
+            except Exception as e:
+                return CaseResult("crash", path, f"{where}: run: {type(e).__name__}: {e}"[:300], program)
+            why = compare_samples(got, np.asarray(reference), tests)
+            if why is not None:
+                return CaseResult("mismatch", path, f"{where}: {why}", program)
+    return CaseResult("match", "", "", program)

@@ -18,7 +18,7 @@ from tests.helpers import check_pytensor
 from tests.nn import onnx_ops
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
-FAST, SWEEP = 12, 300
+FAST, SWEEP = 12, 150
 
 
 def _size(draw, kernel: int, dilation: int, pad: int) -> int:

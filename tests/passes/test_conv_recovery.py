@@ -598,7 +598,7 @@ def test_convolutions_match_pytensor_in_onnxruntime(case):
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(conv_cases())
 def test_convolutions_match_pytensor_in_onnxruntime_sweep(case):
     check_conv_case(case)

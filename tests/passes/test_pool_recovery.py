@@ -755,7 +755,7 @@ def test_hypothesis_sppf_matches_pytensor(p):
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(window_pools())
 def test_hypothesis_strided_pools_sweep(p):
     check_window_pool(p)

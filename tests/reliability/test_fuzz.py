@@ -10,6 +10,7 @@ import pytest
 
 from compiler.tools.fuzz import FAMILIES, build, compare, fuzz, generate, generate_scan_grad, reference_mode, run_case, shrink
 from compiler import compile_to_onnx
+from compiler.lowering.compat import IS_PYTENSOR_3
 from compiler.tools.fuzz.generate import Program
 from compiler.tools.fuzz.runner import KNOWN, Mismatch, known_difference
 from compiler.tools.fuzz.idioms import IDIOMS, generate_idioms
@@ -131,13 +132,17 @@ def test_quick_fuzz_run_has_no_unexplained_failures(start):
     assert report.counts["match"] >= 40, report.summary()
 
 
-# The long run: 10,000 graphs (seeds 100000..109999) in the slow job, in 100
-# chunks of 100 so that ``-n 2`` keeps both workers busy to the end (about
-# 0.05 s a graph on an idle core, ~5 min per PyTensor line with ``-n 2``). Each
-# case runs in a child process (a hard onnxruntime crash is a ``crash``), under
+# The long run in the slow job, in chunks of 100 so that ``-n 2`` keeps both
+# workers busy to the end (about 0.05 s a graph on an idle core): 10,000 graphs
+# (seeds 100000..109999) on the PyTensor 3 line, the first 5,000 on 2.38, whose
+# slow job also runs the two PyMC families (CI's 45-minute budget). Each case
+# runs in a child process (a hard onnxruntime crash is a ``crash``), under
 # onnxruntime's default session options (``CompiledModel.session``).
+LONG_RUN_GRAPHS = 10_000 if IS_PYTENSOR_3 else 5_000
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("start", range(100_000, 110_000, 100))
+@pytest.mark.parametrize("start", range(100_000, 100_000 + LONG_RUN_GRAPHS, 100))
 def test_long_fuzz_run_has_no_failures(start):
     report = fuzz(start, 100, isolate=True, shrink_failures=True, backend="python", timeout_s=120)
     print(report.summary())
@@ -320,7 +325,7 @@ def test_the_pymc_seeds_of_the_longer_alloc_value(seed):
 
 
 @pytest.mark.slow  # ~0.9 s a graph
-@pytest.mark.parametrize("start", [200, 250])
+@pytest.mark.parametrize("start", [200])
 def test_long_pymc_run_has_no_failures(start):
     pytest.importorskip("pymc")
     report = fuzz(start, 50, isolate=True, shrink_failures=True, backend="python", timeout_s=120, family="pymc")
@@ -351,7 +356,7 @@ def test_quick_pymc_model_run_has_no_unexplained_failures(seed):
 
 
 @pytest.mark.slow  # ~1.5 s a graph
-@pytest.mark.parametrize("start", [400, 430])
+@pytest.mark.parametrize("start", [400])
 def test_long_pymc_model_run_has_no_failures(start):
     pytest.importorskip("pymc")
     report = fuzz(start, 30, isolate=True, shrink_failures=True, backend="python", timeout_s=300,

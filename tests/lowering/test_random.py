@@ -212,3 +212,19 @@ def test_bad_policy_and_check_dynamic():
 def test_model_is_valid_onnx():
     x = pt.random.uniform(size=(4,), rng=_rng())
     onnx.checker.check_model(compile_to_onnx([], outputs=[x], random="onnx").model, full_check=True)
+
+
+@pytest.mark.parametrize("policy", ["onnx", "inputs"])
+def test_parameters_that_do_not_broadcast_to_size_are_refused(policy):
+    """``size=(N, 1)`` with a length-2 ``loc``: PyTensor raises; the transform
+    alone would broadcast to (N, 2). A length-1 ``loc`` draws."""
+    loc = pt.vector("loc")
+    x = pt.random.normal(loc, 1.0, size=(N, 1), rng=_rng())
+    m = compile_to_onnx([loc], outputs=[x], random=policy)
+    noise = _noise(m) if policy == "inputs" else {}
+    assert m.run(np.array([5.0]), **noise)[0].shape == (N, 1)
+    with pytest.raises(Exception, match="Reshape"):
+        m.run(np.array([5.0, 6.0]), **noise)
+    one = pt.vector("loc", shape=(1,))
+    static = compile_to_onnx([one], outputs=[pt.random.normal(one, 1.0, size=(N, 1), rng=_rng())], random=policy)
+    assert "reshape" not in {node.op for node in static.ir}  # nothing to guard

@@ -43,21 +43,23 @@ def _pytensor_float_dtypes(model) -> set:
     return {d for d in found if d.is_float} | {DType.FLOAT64}
 
 
-# The betainc models: their raw form only, in the slow job (40-90 s each in 2.38: an 11 s
-# compile of the betainc_grad ScalarLoops and PyTensor's Python-mode reference of them); the
-# two longest in the extended job (CI's 45-minute budget).
+# The betainc models: the censored Beta's raw form in the slow job (40-90 s each in 2.38: an
+# 11 s compile of the betainc_grad ScalarLoops and PyTensor's Python-mode reference of them),
+# every other form of them in the extended job (CI's 45-minute budget).
 # tests/numerics/test_incomplete_beta.py checks the same gradients in the main suite.
 BETAINC_MODELS = {"censored_student_t", "truncated_negative_binomial", "censored_beta"}
-EXTENDED_MODELS = {"censored_student_t", "truncated_negative_binomial"}
+SLOW_BETAINC_CASES = {("censored_beta", "raw")}
 
 
 def _cases():
     for name in CDF_MODELS:
-        for form in FORMS if name not in BETAINC_MODELS else ["raw"]:
+        for form in FORMS:
             # "compiled": two C compilations per model; "ravel" repeats "raw" through PyMC's
             # sampler wrapper (the slow job runs both)
-            marks = [pytest.mark.extended] if name in EXTENDED_MODELS else [pytest.mark.slow] if (
-                form != "raw" or name in BETAINC_MODELS) else []
+            if name in BETAINC_MODELS:
+                marks = [pytest.mark.slow if (name, form) in SLOW_BETAINC_CASES else pytest.mark.extended]
+            else:
+                marks = [pytest.mark.slow] if form != "raw" else []
             yield pytest.param(name, form, marks=marks, id=f"{name}-{form}")
 
 

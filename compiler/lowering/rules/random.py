@@ -43,9 +43,11 @@ needs ``u > 0``, as NumPy redraws there):
 | ``categorical(p)`` | u (float64) | ``count(cumsum(p, -1) < u)``: PyTensor's own ``searchsorted`` |
 
 Continuous draws compute in their own dtype (float32 or float64, the noise
-has it too); discrete ones use float64 noise. Parameters are not checked
-(PyTensor raises on a negative scale; the model returns what the formula
-gives). The next-generator output of a node has no IR value: the draws that
+has it too); discrete ones use float64 noise. Parameter values are not
+checked (PyTensor raises on a negative scale; the model returns what the
+formula gives); parameter shapes are: with ``size`` given, a draw whose
+parameters may have a dim that is neither 1 nor ``size``'s is reshaped to
+``size``, which fails at run time where they do not broadcast to it. The next-generator output of a node has no IR value: the draws that
 read it draw new noise of their own, and a generator as a model output is
 unsupported (models are stateless; a compiled function's updates are not
 exported). Other distributions are unsupported, with the reason.
@@ -152,7 +154,25 @@ def _draw(ctx: LoweringContext, op, rng, size, params, out) -> Value:
         noise = ctx.add(f"random_{kind}", [shape], {"dtype": noise_dtype, "seed": _seed(ctx, rng)},
                         name=f"{op.name}_noise")
     result = transform(ctx, noise, [ctx.cast(a, noise_dtype) if dtype.is_float else a for a in args])
+    if not _is_none(size) and _may_outgrow(ctx, size, args, core):
+        # a parameter that does not broadcast to ``size`` (PyTensor raises): the transform's broadcast result
+        # is larger than ``size``, which the reshape to ``size`` refuses at run time
+        result = ctx.add("reshape", [result, ctx.cast(ctx.get(size), I64)])
     return ctx.cast(result, dtype)
+
+
+def _may_outgrow(ctx: LoweringContext, size, args: list[Value], core: tuple) -> bool:
+    """Whether some parameter's batch dim may differ from ``size``'s and
+    from 1 at run time (not statically 1 or the constant size's dim)."""
+    known = ctx.constant_value(size)
+    dims = tuple(int(d) for d in np.ravel(known)) if known is not None else None
+    for a, n_core in zip(args, core):
+        batch = a.type.shape[:a.rank - n_core]
+        for i, d in enumerate(batch):
+            target = dims[len(dims) - len(batch) + i] if dims is not None and len(dims) >= len(batch) else None
+            if d != 1 and (target is None or d != target):
+                return True
+    return False
 
 
 def _known_dims(ctx: LoweringContext, size, args: list[Value], core: tuple, out) -> tuple:

@@ -18,7 +18,9 @@ column of PyTensor's by a two-sample Kolmogorov-Smirnov test
 (the raw graph and the default-mode function) run under both ``random``
 policies: ``"inputs"``, the noise fed from NumPy's generator, and
 ``"onnx"``, drawn by onnxruntime. A program fails when any test rejects at
-``ALPHA / tests``: with the Bonferroni correction the chance that a correct
+``ALPHA / tests``, or when its parameters with one wrong dim are not
+refused exactly when PyTensor refuses them (``wrong_shapes.py``, on the raw
+graph's ``random="onnx"`` model): with the Bonferroni correction the chance that a correct
 program fails is at most ``ALPHA`` (1e-5: under 0.5% over a 300-program
 run); programs are seeded, so a run is repeatable. KS tests of discrete
 samples are conservative (their false-alarm rate is lower still).
@@ -26,6 +28,8 @@ samples are conservative (their false-alarm rate is lower still).
 
 from __future__ import annotations
 
+import ast
+import re
 import warnings
 
 import numpy as np
@@ -57,19 +61,22 @@ FOLLOW = ["{v} * 2", "pt.exp(-pt.abs({v}))", "pt.sqr({v})", "pt.tanh({v})", "{v}
 
 def generate_random(seed: int, max_steps: int = 3) -> Program:
     """A random-variable program from ``seed`` (deterministic): one or two
-    draws of ``ROWS`` rows and 1-3 columns, then at most ``max_steps - 1``
-    elementwise steps."""
+    draws of ``ROWS`` rows (``ROWS // 8`` with a categorical draw) and 1-3
+    columns, then at most ``max_steps - 1`` elementwise steps."""
     rng = np.random.default_rng([seed, 13])
     prog = Program(seed=seed, draws=True)
     columns = int(rng.integers(1, 4))
-    size = (ROWS, columns) if columns > 1 or rng.random() < 0.5 else (ROWS,)
+    first_name = sorted(DISTRIBUTIONS)[seed % len(DISTRIBUTIONS)]
+    second_name = str(rng.choice(sorted(DISTRIBUTIONS))) if rng.random() < 0.4 else None
+    # PyTensor's categorical draws row by row (np.vectorize): 1 s per 10,000 rows
+    rows = ROWS // 8 if "categorical" in (first_name, second_name) else ROWS
+    size = (rows, columns) if columns > 1 or rng.random() < 0.5 else (rows,)
     dtype = str(rng.choice(["float32", "float64"]))
     prog.lines.append(f"g = pytensor.shared(np.random.default_rng({seed}), name='g')")
-    first = _draw(rng, prog, sorted(DISTRIBUTIONS)[seed % len(DISTRIBUTIONS)], size, dtype, "g")
+    first = _draw(rng, prog, first_name, size, dtype, "g")
     last = first
-    if rng.random() < 0.4:
-        name = str(rng.choice(sorted(DISTRIBUTIONS)))
-        second = _draw(rng, prog, name, size, dtype, f"{first}.owner.outputs[0]")
+    if second_name is not None:
+        second = _draw(rng, prog, second_name, size, dtype, f"{first}.owner.outputs[0]")
         last = _line(prog, f"{first} + {second}")
     for _ in range(int(rng.integers(0, max(max_steps, 1)))):
         param = next((n for n, dt, _, d in prog.inputs  # a scalar or per-column parameter (not categorical's p)
@@ -104,7 +111,7 @@ def _draw(rng: np.random.Generator, prog: Program, name: str, size: tuple, dtype
         prog.inputs.append((x, str(data.dtype), static, data))
         args.append(f"{param}={x}")
     if name == "categorical":
-        size = (ROWS,) + (1,) * (len(size) - 1)
+        size = size[:1] + (1,) * (len(size) - 1)
     dtype_arg = f", dtype={dtype!r}" if kind == "f" else ""
     return _line(prog, f"pt.random.{name}({', '.join(args)}, size={size}, rng={generator}{dtype_arg})")
 
@@ -189,18 +196,12 @@ def _merge_close(a: np.ndarray, b: np.ndarray, eps: float) -> tuple[np.ndarray, 
     finite = np.isfinite(both)
     if not eps or not finite.any():
         return a, b
-    values = np.unique(both[finite])
+    values, index = np.unique(both[finite], return_inverse=True)
     scale = np.max(np.abs(values))
     starts = np.concatenate([[True], np.diff(values) > 16 * eps * (np.abs(values[1:]) + scale)])
     first = values[starts][np.cumsum(starts) - 1]  # each value's group's smallest
-
-    def merged(x):
-        fin = np.isfinite(x)
-        out = x.copy()
-        out[fin] = first[np.searchsorted(values, x[fin])]
-        return out
-
-    return merged(a), merged(b)
+    both[finite] = first[index]
+    return both[:len(a)], both[len(a):]
 
 
 def run_random_case(program: Program, backend: str = "python"):
@@ -212,6 +213,7 @@ def run_random_case(program: Program, backend: str = "python"):
     from compiler import compile_to_onnx
     from compiler.lowering.errors import UnsupportedOpsError
     from compiler.tools.fuzz.runner import CaseResult, _inner_graphs_in_python, _reference, build, reference_mode
+    from compiler.tools.fuzz.wrong_shapes import judge_wrong_shape, wrong_shape_variants
 
     try:
         inputs, out = build(program)
@@ -220,13 +222,14 @@ def run_random_case(program: Program, backend: str = "python"):
     data = [d for *_, d in program.inputs]
     with warnings.catch_warnings(), _inner_graphs_in_python(backend):
         warnings.simplefilter("ignore")
-        _, raw_want, raw_error = _reference(inputs, out, data, Mode(linker="py", optimizer=None))
+        raw_fn, raw_want, raw_error = _reference(inputs, out, data, Mode(linker="py", optimizer=None))
         fn, want, error = _reference(inputs, out, data, reference_mode(backend))
     if fn is None or raw_error is not None or error is not None:
         return CaseResult("invalid", "", f"PyTensor: {raw_error or error}"[:200], program)
     paths = {"raw": (lambda policy: compile_to_onnx(inputs, outputs=[out], random=policy), raw_want),
              "compiled": (lambda policy: compile_to_onnx(fn, random=policy), want)}
     tests = len(paths) * len(POLICIES) * int(np.prod(np.shape(want)[1:], dtype=np.int64))
+    models = {}
     for path, (make, reference) in paths.items():
         for policy in POLICIES:
             where = f"{path}, random={policy!r}"
@@ -246,4 +249,62 @@ def run_random_case(program: Program, backend: str = "python"):
             why = compare_samples(got, np.asarray(reference), tests)
             if why is not None:
                 return CaseResult("mismatch", path, f"{where}: {why}", program)
+            models[path, policy] = model
+    verdict = None
+    for what, data, changed in wrong_shape_variants(program):  # refused exactly when PyTensor refuses them
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            wrong = judge_wrong_shape(program, what, data, changed, raw_fn, models["raw", "onnx"])
+        if wrong is not None and wrong[0] == "mismatch":
+            wrong = _parameter_difference(program, data, changed, raw_fn, wrong)
+        if wrong is not None and (verdict is None or wrong[0] == "mismatch"):
+            verdict = wrong
+        if verdict is not None and verdict[0] == "mismatch":
+            break
+    if verdict is not None:
+        return CaseResult(verdict[0], "wrong-shape", verdict[1], program, verdict[2])
     return CaseResult("match", "", "", program)
+
+
+# NumPy's checks of parameter values (``Generator`` methods, PyTensor's ``perform``):
+# the model does not check parameter values (compiler/lowering/rules/random.py).
+PARAMETER_VALUE_ERRORS = ("< 0", "> 1", "high - low", "low >= high", "contains NaN")
+PARAMETER_VALUES, UNCHECKED_SIZE = "random-parameter-values", "numpy-integers-size-unchecked"
+
+
+def _parameter_difference(program: Program, data: list, changed: tuple[str, int], reference_fn,
+                          verdict: tuple) -> tuple:
+    """``verdict`` (a wrong-shape mismatch) reclassified ``known`` when one of
+    the random family's documented differences explains it, checked on the
+    wrong-shape data itself:
+
+    - PyTensor raised for the parameters' *values* (a wrong-shape variant
+      repeats or cuts values, so a column can get ``high < low``): NumPy's
+      message is a value check (``PARAMETER_VALUE_ERRORS``), and the model
+      checks no parameter values;
+    - NumPy's ``Generator.integers`` drew a sample of ``size`` from bounds
+      that do not broadcast to ``size`` (it does not check them; every other
+      distribution raises), which the model refuses: the changed input is an
+      ``integers`` bound and its shape does not broadcast to the draw's
+      ``size``.
+    """
+    try:
+        reference_fn(*[d.copy() for d in data])
+        error = None
+    except Exception as e:  # noqa: BLE001 - whatever NumPy raises
+        error = e
+    if error is not None and any(m in str(error) for m in PARAMETER_VALUE_ERRORS):
+        return "known", f"{PARAMETER_VALUES}: {verdict[1]}"[:300], PARAMETER_VALUES
+    name = changed[0]
+    shape = dict(zip([n for n, *_ in program.inputs], [d.shape for d in data]))[name]
+    for line in program.lines:
+        found = re.search(r"pt\.random\.integers\(low=(\w+), high=(\w+), size=(\([^)]*\))", line)
+        if error is None and found and name in found.group(1, 2):
+            size = ast.literal_eval(found.group(3))
+            try:
+                fits = np.broadcast_shapes(size, shape) == tuple(size)
+            except ValueError:
+                fits = False
+            if not fits:
+                return "known", f"{UNCHECKED_SIZE}: {verdict[1]}"[:300], UNCHECKED_SIZE
+    return verdict

@@ -80,15 +80,18 @@ def check_wrong_shapes(program, reference_fn, model) -> tuple[str, str, str] | N
     for the classes)."""
     known = None
     for what, data, changed in wrong_shape_variants(program):
-        verdict = _judge(program, what, data, changed, reference_fn, model)
+        verdict = judge_wrong_shape(program, what, data, changed, reference_fn, model)
         if verdict is not None and verdict[0] == "mismatch":
             return verdict
         known = known or verdict
     return known
 
 
-def _judge(program, what: str, data: list, changed: tuple[str, int], reference_fn,
-           model) -> tuple[str, str, str] | None:
+def judge_wrong_shape(program, what: str, data: list, changed: tuple[str, int], reference_fn,
+                      model) -> tuple[str, str, str] | None:
+    """``(kind, detail, explanation)`` of one wrong-shape variant (``data``,
+    described by ``what``, input and axis ``changed``), None when the model
+    and PyTensor agree about it (``check_wrong_shapes``)."""
     try:
         want = reference_fn(*[d.copy() for d in data])
         pytensor_error = None

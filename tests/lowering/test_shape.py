@@ -254,3 +254,19 @@ def test_pad_constant():
         for got, width in zip(reference, widths):
             assert got.shape == np.pad(values[0], width).shape
         check_pytensor([x], outputs, values, reference=reference)
+
+
+def test_specify_shape_contradicting_a_static_dim_is_unsupported():
+    """PyTensor 2.38's ``local_specify_shape_lift`` can leave ``SpecifyShape(x, 0)``
+    on an ``x`` whose dim is statically 1 (fuzz seed 106827, an empty slice): the
+    graph raises at every run, which ONNX cannot express."""
+    from pytensor.tensor.shape import specify_shape
+
+    from compiler import compile_to_onnx
+    from compiler.lowering.errors import UnsupportedOpsError
+
+    x = pt.tensor("x", dtype="float64", shape=(1, None))
+    out = specify_shape(pt.sqr(pt.matrix("free")), (0, None))
+    out.owner.inputs[0] = pt.sqr(x)  # the graph as the rewrite leaves it (make_node would refuse 1 != 0)
+    with pytest.raises(UnsupportedOpsError, match="requires size 0 of axis 0, whose size is always 1"):
+        compile_to_onnx([x], outputs=[out])

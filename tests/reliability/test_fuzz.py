@@ -111,8 +111,17 @@ def test_each_known_difference_needs_its_documented_condition_at_run_time():
     nan_args = (mx, m, [np.nan, 3.0], [2.0, 3.0], "NaN pattern differs")
     assert known_difference(_mismatch(*nan_args, path="compiled", backend="default")) == "nan-in-max-min"
     assert known_difference(_mismatch(*nan_args, path="compiled", backend="python")) is None
+    narrow = ["v0 = pt.cast(pt.tanh(x0), 'float64')"]  # tanh of int16 is float32 (fuzz seed 106674)
+    i16 = np.array([5], np.int16)
+    want = np.tanh(np.float32(5)).astype(np.float64)
+    one_ulp = np.nextafter(np.float32(want), np.float32(0)).astype(np.float64)
+    assert known_difference(_mismatch(narrow, i16, [one_ulp], [want])) == "narrow-float-intermediate"
+    assert known_difference(_mismatch(narrow, i16, [want * (1 - 1e-5)], [want])) is None  # beyond float32's bound
+    wide = ["v0 = pt.tanh(pt.cast(x0, 'float64'))"]
+    assert known_difference(_mismatch(wide, i16, [one_ulp], [want])) is None  # nothing float32 on the way
     assert {name for name, *_ in KNOWN} == {"nan-in-max-min", "float-to-int-cast", "negative-int-power",
-                                            "fast-float32-sigmoid", "integer-overflow-in-float"}
+                                            "fast-float32-sigmoid", "integer-overflow-in-float",
+                                            "narrow-float-intermediate"}
 
 
 # Real bugs found and not fixed yet (listed in docs/status.md "Not done yet"); any

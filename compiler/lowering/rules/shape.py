@@ -48,12 +48,21 @@ def lower_specify_shape(ctx, node):
     the graph) is imposed by a ``reshape`` to the specified sizes: the value
     then has the static shape its type declares, and a wrong element count
     fails in onnxruntime rather than returning a value of another shape.
-    Sizes computed at run time are not checked."""
+    Sizes computed at run time are not checked.
+
+    Raises:
+        Unsupported: a constant size contradicts a static dim of ``x`` (the
+            graph fails at every run; PyTensor 2.38's ``local_specify_shape_lift``
+            can build such a graph from a slice that is empty).
+    """
     x = ctx.get(node.inputs[0])
     input_dims = {d for v in ctx.graph.inputs for d in v.type.shape if isinstance(d, str)}
     spec: list[int | None] = []
-    for dim, size in zip(x.type.shape, node.inputs[1:]):
+    for axis, (dim, size) in enumerate(zip(x.type.shape, node.inputs[1:])):
         data = getattr(size, "data", None) if isinstance(size, Constant) else None
+        if data is not None and isinstance(dim, int) and int(data) != dim:
+            raise Unsupported(f"SpecifyShape requires size {int(data)} of axis {axis}, whose size is always {dim}: "
+                              "the graph raises at every run (PyTensor's AssertionError), which ONNX cannot express")
         if data is None or isinstance(dim, int):
             spec.append(None)
         elif isinstance(dim, str) and dim in input_dims:

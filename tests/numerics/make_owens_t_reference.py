@@ -47,7 +47,8 @@ def points(rng) -> tuple[np.ndarray, np.ndarray]:
     a4 = 1 + np.where(rng.uniform(size=n) < 0.5, -1, 1) * np.exp(rng.uniform(np.log(1e-7), np.log(0.2), n))
     a5 = np.exp(rng.uniform(np.log(1.0), np.log(1e5), n))
     h5 = 0.67 / a5 * rng.uniform(0.9, 1.1, n)
-    h, a = (np.concatenate(v).astype(np.float32).astype(np.float64) for v in ([h1, h2, h3, h4, h5], [a1, a2, a3, a4, a5]))
+    h, a = (np.concatenate(v).astype(np.float32).astype(np.float64)
+            for v in ([h1, h2, h3, h4, h5], [a1, a2, a3, a4, a5]))
     h = h * np.where(rng.uniform(size=h.size) < 0.5, -1, 1)
     a = a * np.where(rng.uniform(size=a.size) < 0.5, -1, 1)
     return h, a

@@ -21,7 +21,6 @@ import pathlib
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-import pytest
 import scipy.special as sp
 
 from compiler import compile_to_onnx

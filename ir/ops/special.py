@@ -16,6 +16,8 @@ and says so:
 ``gammainc``/``gammaincc`` (binary, broadcasting) are SciPy's everywhere it
 converges (``backends/onnx/rules/incgamma_f64.py`` gives the methods and the
 measured bounds; NaN where a series would need over 2,000 terms).
+``owens_t`` (binary, broadcasting) is SciPy's Owen's T function to the
+bound of ``backends/onnx/rules/owens_t_f64.py`` (Patefield & Tandy).
 ``betainc`` (ternary, broadcasting) is SciPy's I_x(a, b) to the bound of
 ``backends/onnx/rules/incbeta_f64.py`` (Cephes ``incbet``).
 
@@ -104,6 +106,9 @@ def _binary_special_infer(name):
 # Regularized incomplete gamma functions P(a, x) and Q(a, x), SciPy's values everywhere
 # (NaN for a < 0, x < 0; see backends/onnx/rules/incgamma_f64.py for the special points).
 BINARY_SPECIAL = {"gammainc": sp.gammainc, "gammaincc": sp.gammaincc}
+# Owen's T function T(h, a): SciPy's values everywhere, including T(h, +-inf) = +-Q(|h|)/2
+# (backends/onnx/rules/owens_t_f64.py).
+BINARY_SPECIAL["owens_t"] = sp.owens_t
 
 # Regularized incomplete beta function I_x(a, b): SciPy's values everywhere (NaN outside
 # a, b >= 0, 0 <= x <= 1; see backends/onnx/rules/incbeta_f64.py).

@@ -3,7 +3,7 @@ domain of the inverse regularized incomplete gamma functions, with
 ``gammaincinv(a, y)`` (the x with P(a, x) = y) and ``gammainccinv(a, y)``
 (the x with Q(a, x) = y) from mpmath at 30 digits
 (``tests/numerics/test_incomplete_inverse.py`` reads it). Run from the
-worktree root (it takes several minutes)::
+worktree root (about a minute)::
 
     python tests/numerics/make_incinv_reference.py
 

@@ -4,12 +4,12 @@ the same float64 arguments, at 1e3 and 1e6 elements, with their ratio.
 
 Arguments are drawn over the functions' working domain (for ``gammainc``/
 ``gammaincc``: a log-uniform in [0.1, 100], x = a * exp(N(0, 1)), so every
-method runs). Timings are medians of wall-clock runs on a possibly shared
+method runs; the inverses: ``inverse_arguments``). Timings are medians of wall-clock runs on a possibly shared
 machine: read them, never assert on them.
 
 Usage::
 
-    python bench/bench_special.py [--sizes 1000 1000000] [--runs 7]
+    python bench/bench_special.py [--sizes 1000 1000000] [--runs 7] [--functions gammainc ...]
 """
 
 from __future__ import annotations
@@ -32,6 +32,18 @@ from compiler import compile_to_onnx  # noqa: E402
 FUNCTIONS = {"gammainc": (pt.gammainc, sp.gammainc), "gammaincc": (pt.gammaincc, sp.gammaincc)}
 
 
+def inverse_arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(a, y) float64 vectors of n elements: a log-uniform in [0.1, 100], y
+    uniform in (0, 1) for half the elements and log-uniform in [1e-30, 1] for the other half."""
+    a = np.exp(rng.uniform(np.log(0.1), np.log(100.0), n))
+    return a, np.where(rng.uniform(size=n) < 0.5, rng.uniform(size=n), np.exp(rng.uniform(np.log(1e-30), 0, n)))
+
+
+# (op, SciPy function, argument generator): the inverses' own generator (their second argument is in [0, 1])
+FUNCTIONS |= {"gammaincinv": (pt.gammaincinv, sp.gammaincinv, inverse_arguments),
+              "gammainccinv": (pt.gammainccinv, sp.gammainccinv, inverse_arguments)}
+
+
 def arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
     """(a, x) float64 vectors of n elements (see the module docstring)."""
     a = np.exp(rng.uniform(np.log(0.1), np.log(100.0), n))
@@ -44,8 +56,7 @@ def owens_t_arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
     return rng.normal(0, 3, n), rng.normal(0, 4, n)
 
 
-FUNCTIONS["owens_t"] = (pt.owens_t, sp.owens_t)
-ARGUMENTS = {"owens_t": owens_t_arguments}  # the functions not drawn by ``arguments``
+FUNCTIONS["owens_t"] = (pt.owens_t, sp.owens_t, owens_t_arguments)
 
 
 def median_seconds(fn, runs: int) -> float:
@@ -63,22 +74,24 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", type=int, default=[1000, 1_000_000])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--functions", nargs="+", choices=sorted(FUNCTIONS), default=list(FUNCTIONS))
     args = parser.parse_args(argv)
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
-    print(f"{'function':<10} {'n':>8} {'onnxruntime el/s':>17} {'scipy el/s':>12} {'ratio':>6}")
-    for name, (op, ref) in FUNCTIONS.items():
+    print(f"{'function':<12} {'n':>8} {'onnxruntime el/s':>17} {'scipy el/s':>12} {'ratio':>6}")
+    for name in args.functions:
+        op, ref, *generator = FUNCTIONS[name]
         a, x = pt.dvector("a"), pt.dvector("x")
         model = compile_to_onnx([a, x], outputs=[op(a, x)])
         session = ort.InferenceSession(model.model.SerializeToString(), options, providers=["CPUExecutionProvider"],
                                        disabled_optimizers=DISABLED_OPTIMIZERS)
         names = [i.name for i in session.get_inputs()]
         for n in args.sizes:
-            av, xv = ARGUMENTS.get(name, arguments)(n, np.random.default_rng(0))
+            av, xv = (generator[0] if generator else arguments)(n, np.random.default_rng(0))
             feed = dict(zip(names, (av, xv)))
             onnx_s = median_seconds(lambda: session.run(None, feed), args.runs)
             scipy_s = median_seconds(lambda: ref(av, xv), args.runs)
-            print(f"{name:<10} {n:>8} {n / onnx_s:>17.3g} {n / scipy_s:>12.3g} {scipy_s / onnx_s:>6.2f}")
+            print(f"{name:<12} {n:>8} {n / onnx_s:>17.3g} {n / scipy_s:>12.3g} {scipy_s / onnx_s:>6.2f}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,9 @@ measured bounds; NaN where a series would need over 2,000 terms).
 bound of ``backends/onnx/rules/owens_t_f64.py`` (Patefield & Tandy).
 ``betainc`` (ternary, broadcasting) is SciPy's I_x(a, b) to the bound of
 ``backends/onnx/rules/incbeta_f64.py`` (Cephes ``incbet``).
+``gammaincinv``/``gammainccinv`` (binary, broadcasting) are SciPy's inverses
+in x of P and Q (``backends/onnx/rules/incinv_f64.py``), NaN where SciPy
+returns a number off its domain (``_gamma_inverse``).
 
 Poles follow SciPy: ``gammaln`` is +inf at 0 and at the negative integers;
 ``gamma`` is +-inf at +-0 and NaN at the negative integers; ``psi`` is -inf
@@ -109,6 +112,23 @@ BINARY_SPECIAL = {"gammainc": sp.gammainc, "gammaincc": sp.gammaincc}
 # Owen's T function T(h, a): SciPy's values everywhere, including T(h, +-inf) = +-Q(|h|)/2
 # (backends/onnx/rules/owens_t_f64.py).
 BINARY_SPECIAL["owens_t"] = sp.owens_t
+
+
+def _gamma_inverse(fn):
+    """SciPy's inverse incomplete gamma function ``fn``, NaN where SciPy 1.17
+    returns a number off its own domain: y outside [0, 1] (``gammaincinv(1e-300,
+    -0.1)`` is 0), and 0 < y < 1 at a = 0 or subnormal a (``gammainccinv(0,
+    1e-300)`` is 0; P(0, x) = 1 for every x > 0). At a normal a > 0 it is SciPy's."""
+    def inverse(a, y):
+        with np.errstate(all="ignore"):
+            x = np.asarray(fn(a, y), dtype=np.float64)
+        inner = (y > 0) & (y < 1)
+        return np.where((y < 0) | (y > 1) | (inner & (a < np.finfo(np.float64).tiny)), np.nan, x)
+    return inverse
+
+
+# Inverses of P and Q in their second argument (backends/onnx/rules/incinv_f64.py).
+BINARY_SPECIAL |= {"gammaincinv": _gamma_inverse(sp.gammaincinv), "gammainccinv": _gamma_inverse(sp.gammainccinv)}
 
 # Regularized incomplete beta function I_x(a, b): SciPy's values everywhere (NaN outside
 # a, b >= 0, 0 <= x <= 1; see backends/onnx/rules/incbeta_f64.py).

@@ -454,12 +454,22 @@ ULPS |= {op: 1024 for op in BINARY_SPECIAL_VALUES}
 # outside [0, 1] (tests/numerics/test_incomplete_beta.py holds the contract)
 BETAINC_SHAPES, BETAINC_X = [1e-3, 0.5, 1.0, 3.0, 40.0, -1.0, 0.0], [0.0, 1e-3, 0.3, 0.5, 0.97, 1.0, 1.5]
 ULPS["betainc"] = 1024
+# gammaincinv/gammainccinv (a, y): shapes from tiny to large, y at and between the edges, outside
+# [0, 1] and in the tails (tests/numerics/test_incomplete_inverse.py holds the contract: the
+# root's condition number times the forward functions' bound: SciPy's and our roots of a = 1e-3
+# differ by up to 1,100 ulp, 1/a times the few ulp their forward functions differ by)
+GAMMA_INVERSE_VALUES = ([1e-3, 0.5, 1.0, 3.0, 40.0, 2000.0, -1.0, 0.0], [0.0, 1e-200, 1e-5, 0.3, 0.5, 0.9, 1.0, 1.5])
+ULPS |= {"gammaincinv": 8192, "gammainccinv": 8192}
 
 
 def special_cases():
     for op, (a, x) in BINARY_SPECIAL_VALUES.items():
         for dtype in (F32, F64):
             yield Case(op, grid(np.array(a + [np.nan, np.inf], dtype.numpy), np.array(x + [np.nan, np.inf], dtype.numpy)))
+    for op in ("gammaincinv", "gammainccinv"):
+        for dtype in (F32, F64):
+            a, y = (np.array(v + [np.nan, np.inf], dtype.numpy) for v in GAMMA_INVERSE_VALUES)
+            yield Case(op, grid(a, y))
     for dtype in (F32, F64):
         shapes = np.array(BETAINC_SHAPES + [np.nan, np.inf], dtype.numpy)
         yield Case("betainc", (shapes[:, None, None], shapes[None, :, None],

@@ -186,31 +186,67 @@ def _special(c, a, x, complement: bool):
     return value, c.op("Not", special)
 
 
-def _incomplete_gamma(c, a, x, complement: bool):
-    shape, (a, x) = flat_args(c, a, x)
-    value, regular = _special(c, a, x, complement)
-    # SciPy's choice of method: igam_series gives P, the two others Q
+def _pick(c, complement, q_form, p_form):
+    """``q_form`` where ``complement`` (a Python bool, or a bool value per element), else ``p_form``."""
+    if isinstance(complement, bool):
+        return q_form if complement else p_form
+    return c.op("Where", complement, q_form, p_form)
+
+
+def _methods(c, a, x, complement: bool):
+    """SciPy's choice of method for P (Q when ``complement``): the masks
+    ``(cf, q_series)`` of the continued fraction and of ``igamc_series``
+    (both give Q); ``igam_series`` (P) takes the rest."""
     if complement:
         cf = c.op("And", c.op("Greater", x, k(c, 1.1)), c.op("GreaterOrEqual", x, a))
         lo = c.op("LessOrEqual", x, k(c, 0.5))
         safe_x = where(c, lo, x, k(c, 0.25))
         # Where has no bool kernel in onnxruntime: the threshold on a is selected instead
         a_max = where(c, lo, div(c, k(c, -0.4), c.op("Log", safe_x)), mul(c, x, k(c, 1.1)))
-        q_series = c.op("Not", c.op("Or", c.op("Greater", x, k(c, 1.1)), c.op("Less", a_max, a)))
-    else:
-        upper = c.op("And", c.op("Greater", x, k(c, 1.0)), c.op("Greater", x, a))
-        cf = c.op("And", upper, c.op("Greater", x, k(c, 1.1)))
-        q_series = c.op("And", upper, c.op("Not", cf))
+        return cf, c.op("Not", c.op("Or", c.op("Greater", x, k(c, 1.1)), c.op("Less", a_max, a)))
+    upper = c.op("And", c.op("Greater", x, k(c, 1.0)), c.op("Greater", x, a))
+    cf = c.op("And", upper, c.op("Greater", x, k(c, 1.1)))
+    return cf, c.op("And", upper, c.op("Not", cf))
+
+
+def _incomplete_gamma(c, a, x, complement):
+    """P(a, x), or Q(a, x) where ``complement`` (a bool, or a 1-D bool value
+    beside 1-D ``a`` and ``x``), each by SciPy's choice of method for it."""
+    shape = None
+    if isinstance(complement, bool):
+        shape, (a, x) = flat_args(c, a, x)
+    asked = [complement] if isinstance(complement, bool) else [False, True]
+    forms = {}
+    for q in asked:
+        forms[q] = (*_special(c, a, x, q), *_methods(c, a, x, q))
+    if isinstance(complement, bool):
+        value, regular, cf, q_series = forms[complement]
+    else:  # bool masks by And/Or: Where has no bool kernel in onnxruntime
+        value = c.op("Where", complement, forms[True][0], forms[False][0])
+        regular, cf, q_series = (c.op("Or", c.op("And", complement, qf), c.op("And", c.op("Not", complement), pf))
+                                 for qf, pf in zip(forms[True][1:], forms[False][1:]))
     cf = c.op("And", regular, cf)
     q_series = c.op("And", regular, q_series)
     p_series = c.op("And", regular, c.op("Not", c.op("Or", cf, q_series)))
     # every value computed as the function asked for: P from Q and Q from P by 1 - v
-    flip_q = (lambda f: f) if complement else (lambda f: lambda c, a, x: sub(c, k(c, 1.0), f(c, a, x)))
-    flip_p = (lambda f: lambda c, a, x: sub(c, k(c, 1.0), f(c, a, x))) if complement else (lambda f: f)
-    value = on_subset(c, p_series, [a, x], flip_p(igam_series), value)
-    value = on_subset(c, cf, [a, x], flip_q(igamc_continued_fraction), value)
-    value = on_subset(c, q_series, [a, x], flip_q(igamc_series), value)
-    return c.op("Reshape", value, shape, allowzero=1)
+    args = [a, x] if isinstance(complement, bool) else [a, x, complement]
+
+    def as_asked(method, gives_q: bool):
+        def run(c, a, x, *flag):
+            v = method(c, a, x)
+            asked_q = complement if not flag else flag[0]
+            return _pick(c, asked_q, v, sub(c, k(c, 1.0), v)) if gives_q else _pick(c, asked_q, sub(c, k(c, 1.0), v), v)
+        return run
+    value = on_subset(c, p_series, args, as_asked(igam_series, False), value)
+    value = on_subset(c, cf, args, as_asked(igamc_continued_fraction, True), value)
+    value = on_subset(c, q_series, args, as_asked(igamc_series, True), value)
+    return value if shape is None else c.op("Reshape", value, shape, allowzero=1)
+
+
+def gamma_tail(c, a, x, upper):
+    """Q(a, x) where ``upper``, else P(a, x), each as ``gammaincc``/``gammainc``
+    computes it: 1-D float64 ``a``, ``x`` and bool ``upper`` of one length."""
+    return _incomplete_gamma(c, a, x, upper)
 
 
 def gammainc(c, a, x):

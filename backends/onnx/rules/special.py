@@ -16,10 +16,11 @@ from backends.onnx.registry import emits
 from backends.onnx.rules.common import F64
 from backends.onnx.rules.incbeta_f64 import FORMULAS as INCBETA
 from backends.onnx.rules.incgamma_f64 import FORMULAS as INCGAMMA
+from backends.onnx.rules.incinv_f64 import FORMULAS as INCINV
 from backends.onnx.rules.owens_t_f64 import FORMULAS as OWENS_T
 from backends.onnx.rules.special_f64 import FORMULAS as CLOSED_FORMS
 
-FORMULAS = CLOSED_FORMS | INCGAMMA | INCBETA | OWENS_T
+FORMULAS = CLOSED_FORMS | INCGAMMA | INCBETA | INCINV | OWENS_T
 
 # IR op -> model-local function name
 FUNCTION_NAMES = {"gammaln": "GammaLn", "gamma": "Gamma", "psi": "Digamma", "trigamma": "Trigamma",
@@ -27,6 +28,7 @@ FUNCTION_NAMES = {"gammaln": "GammaLn", "gamma": "Gamma", "psi": "Digamma", "tri
                   "i1": "BesselI1", "i0e": "BesselI0e", "i1e": "BesselI1e", "i2e": "BesselI2e", "atan2": "Atan2",
                   "gammainc": "GammaIncP", "gammaincc": "GammaIncQ", "betainc": "BetaInc",
                   "owens_t": "OwensT"}
+FUNCTION_NAMES |= {"gammaincinv": "GammaIncPInv", "gammainccinv": "GammaIncQInv"}
 
 
 def float64_body(fn, dtype):

@@ -460,6 +460,11 @@ ULPS["betainc"] = 1024
 # differ by up to 1,100 ulp, 1/a times the few ulp their forward functions differ by)
 GAMMA_INVERSE_VALUES = ([1e-3, 0.5, 1.0, 3.0, 40.0, 2000.0, -1.0, 0.0], [0.0, 1e-200, 1e-5, 0.3, 0.5, 0.9, 1.0, 1.5])
 ULPS |= {"gammaincinv": 8192, "gammainccinv": 8192}
+# owens_t (h, a): each Patefield-Tandy region, the symmetries, a = +-1, +-inf and 0, NaN (h kept
+# below 5: SciPy, the interpreter's reference, loses up to 1e-11 in the far tails; the contract is
+# tests/numerics/test_owens_t.py's, against mpmath)
+OWENS_T_VALUES = ([0.0, 0.3, -0.3, 1.5, -2.5, 4.5], [0.0, 0.2, -0.7, 1.0, -1.0, 3.0, 1e3])
+ULPS["owens_t"] = 1024
 
 
 def special_cases():
@@ -470,6 +475,9 @@ def special_cases():
         for dtype in (F32, F64):
             a, y = (np.array(v + [np.nan, np.inf], dtype.numpy) for v in GAMMA_INVERSE_VALUES)
             yield Case(op, grid(a, y))
+    for dtype in (F32, F64):
+        h, a = (np.array(v + [np.nan, np.inf, -np.inf], dtype.numpy) for v in OWENS_T_VALUES)
+        yield Case("owens_t", grid(h, a))
     for dtype in (F32, F64):
         shapes = np.array(BETAINC_SHAPES + [np.nan, np.inf], dtype.numpy)
         yield Case("betainc", (shapes[:, None, None], shapes[None, :, None],

@@ -4,7 +4,7 @@ the same float64 arguments, at 1e3 and 1e6 elements, with their ratio.
 
 Arguments are drawn over the functions' working domain (for ``gammainc``/
 ``gammaincc``: a log-uniform in [0.1, 100], x = a * exp(N(0, 1)), so every
-method runs). Timings are medians of wall-clock runs on a possibly shared
+method runs; for the Bessel functions: ``bessel_arguments``). Timings are medians of wall-clock runs on a possibly shared
 machine: read them, never assert on them.
 
 Usage::
@@ -29,13 +29,21 @@ import scipy.special as sp  # noqa: E402
 from backends.onnx.runtime import DISABLED_OPTIMIZERS  # noqa: E402
 from compiler import compile_to_onnx  # noqa: E402
 
-FUNCTIONS = {"gammainc": (pt.gammainc, sp.gammainc), "gammaincc": (pt.gammaincc, sp.gammaincc)}
-
-
 def arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
     """(a, x) float64 vectors of n elements (see the module docstring)."""
     a = np.exp(rng.uniform(np.log(0.1), np.log(100.0), n))
     return a, a * np.exp(rng.normal(size=n))
+
+
+def bessel_arguments(n: int, rng) -> tuple[np.ndarray]:
+    """x for j0/j1: half uniform in [0, 5] (the rational form), half log-uniform in [5, 1e4] (Hankel)."""
+    half = n // 2
+    return (np.concatenate([rng.uniform(0, 5, half), np.exp(rng.uniform(np.log(5.0), np.log(1e4), n - half))]),)
+
+
+# name -> (PyTensor function, SciPy function, argument generator)
+FUNCTIONS = {"gammainc": (pt.gammainc, sp.gammainc, arguments), "gammaincc": (pt.gammaincc, sp.gammaincc, arguments),
+             "j0": (pt.j0, sp.j0, bessel_arguments), "j1": (pt.j1, sp.j1, bessel_arguments)}
 
 
 def median_seconds(fn, runs: int) -> float:
@@ -57,17 +65,17 @@ def main(argv=None) -> None:
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     print(f"{'function':<10} {'n':>8} {'onnxruntime el/s':>17} {'scipy el/s':>12} {'ratio':>6}")
-    for name, (op, ref) in FUNCTIONS.items():
-        a, x = pt.dvector("a"), pt.dvector("x")
-        model = compile_to_onnx([a, x], outputs=[op(a, x)])
+    for name, (op, ref, generate) in FUNCTIONS.items():
+        inputs = [pt.dvector(f"x{i}") for i in range(len(generate(1, np.random.default_rng(0))))]
+        model = compile_to_onnx(inputs, outputs=[op(*inputs)])
         session = ort.InferenceSession(model.model.SerializeToString(), options, providers=["CPUExecutionProvider"],
                                        disabled_optimizers=DISABLED_OPTIMIZERS)
         names = [i.name for i in session.get_inputs()]
         for n in args.sizes:
-            av, xv = arguments(n, np.random.default_rng(0))
-            feed = dict(zip(names, (av, xv)))
+            values = generate(n, np.random.default_rng(0))
+            feed = dict(zip(names, values))
             onnx_s = median_seconds(lambda: session.run(None, feed), args.runs)
-            scipy_s = median_seconds(lambda: ref(av, xv), args.runs)
+            scipy_s = median_seconds(lambda: ref(*values), args.runs)
             print(f"{name:<10} {n:>8} {n / onnx_s:>17.3g} {n / scipy_s:>12.3g} {scipy_s / onnx_s:>6.2f}")
 
 

@@ -1,5 +1,5 @@
 """Special functions: the gamma family, the error-function family, modified
-Bessel functions of order 0 and 1, and ``atan2``. All are elementwise on
+Bessel functions of order 0 and 1, Bessel functions J0 and J1, and ``atan2``. All are elementwise on
 floats and broadcast like NumPy.
 
 The reference semantics are ``scipy.special`` (``np.arctan2`` for
@@ -10,6 +10,8 @@ and says so:
 * ``i0(+-inf) = +inf`` and ``i1(+-inf) = +-inf`` (SciPy 1.17 returns NaN:
   ``exp(inf) * c / sqrt(inf)``);
 * ``i2e(+-inf) = 0`` (``ive(2, x)``; SciPy returns NaN);
+* ``j0(+-inf) = j1(+-inf) = 0`` (the C library's ``j0``/``j1``, which
+  PyTensor's C backend calls; SciPy 1.17 returns NaN);
 * ``gammaln(-inf) = +inf`` (C's ``lgamma``, which PyTensor's C and Numba
   backends call; SciPy returns -inf).
 
@@ -70,6 +72,7 @@ UNARY_SPECIAL = {
     "erfc": sp.erfc, "erfcx": sp.erfcx, "erfinv": sp.erfinv, "erfcinv": sp.erfcinv,
     "i0": _limit_inf(sp.i0, odd=False), "i1": _limit_inf(sp.i1, odd=True), "i0e": sp.i0e, "i1e": sp.i1e,
     "i2e": lambda x: np.where(np.isinf(x), 0.0, sp.ive(2, x)),
+    "j0": lambda x: np.where(np.isinf(x), 0.0, sp.j0(x)), "j1": lambda x: np.where(np.isinf(x), 0.0, sp.j1(x)),
 }
 
 

@@ -112,6 +112,27 @@ BINARY_SPECIAL = {"gammainc": sp.gammainc, "gammaincc": sp.gammaincc}
 # a, b >= 0, 0 <= x <= 1; see backends/onnx/rules/incbeta_f64.py).
 TERNARY_SPECIAL = {"betainc": sp.betainc}
 
+
+def _ive_reference(v, x):
+    """scipy.special.ive with the limit 0 at x = +-inf (SciPy: NaN for some orders)."""
+    y = sp.ive(v, x)
+    limit_ok = np.isinf(x) & ~np.isnan(v) & ~np.isinf(v) & ((x > 0) | (np.floor(v) == v))
+    return np.where(limit_ok, 0.0, y)
+
+
+def _iv_reference(v, x):
+    """scipy.special.iv with the limits +inf at +inf and (-1)^v inf at -inf for integer v."""
+    y = sp.iv(v, x)
+    limit_ok = np.isinf(x) & ~np.isnan(v) & ~np.isinf(v) & ((x > 0) | (np.floor(v) == v))
+    odd = np.floor(v) == v
+    odd &= np.mod(np.where(odd, v, 0.0), 2.0) == 1.0
+    return np.where(limit_ok, np.where((x < 0) & odd, -np.inf, np.inf), y)
+
+
+# Modified Bessel function of the first kind I_v(x) (scaled by exp(-|x|): ive) of any real order v:
+# SciPy's (AMOS) values, with the limits at x = +-inf (backends/onnx/rules/bessel_ik_f64.py).
+BINARY_SPECIAL |= {"ive": _ive_reference, "iv": _iv_reference}
+
 for _name, _fn in (BINARY_SPECIAL | TERNARY_SPECIAL).items():
     register(OpDef(_name, _binary_special_infer(_name),
                    (lambda fn: lambda args, attrs: [_in_dtype2(fn)(*args)])(_fn), 3 if _name in TERNARY_SPECIAL else 2,

@@ -396,14 +396,17 @@ def _polygamma(ctx, node, args):
 
 
 def _bessel_i(scaled: bool):
-    # Ive.impl / Iv.impl: scipy.special.ive(v, x) / iv(v, x); I_{-n} = I_n for integer n
+    # Ive.impl / Iv.impl: scipy.special.ive(v, x) / iv(v, x); I_{-n} = I_n for integer n.
+    # Constant orders 0, +-1, +-2 keep their closed forms; any other order (non-integer, large,
+    # or a run-time tensor) is the general ive/iv op (Temme's method: rules/bessel_ik_f64.py).
     def rule(ctx, node, args):
-        v = abs(_constant_order(ctx, node, args, "order v"))
-        if v > 2:
-            raise Unsupported(f"{type(node.op).__name__} of order {v} (only orders 0, 1 and 2 are lowered; "
-                              "general orders need Temme's method, which has no closed form)")
         dtype = out_dtype(node)
         x = ctx.cast(args[1], dtype)
+        ctx.reads_values()
+        order = _known_value(args[0])
+        if order is None or np.unique(order).size != 1 or float(np.ravel(order)[0]) not in (0, 1, 2, -1, -2):
+            return [ctx.add("ive" if scaled else "iv", [ctx.cast(args[0], dtype), x])]
+        v = abs(int(np.ravel(order)[0]))
         if v == 2:  # the gradients of i1 and i1e read order 2
             y = ctx.add("i2e", [x])
             if scaled:

@@ -364,7 +364,7 @@ def _known_value(value: Value, depth: int = 8) -> np.ndarray | None:
 
 
 def _constant_order(ctx, node, args, what: str) -> int:
-    """The integer first input (an order) of a PolyGamma/Ive/Iv node, which must
+    """The integer first input (an order) of a PolyGamma node, which must
     be one constant value. Raises Unsupported otherwise."""
     ctx.reads_values()  # the lowering depends on the order's value, not only its type
     order = _known_value(args[0])

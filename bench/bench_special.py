@@ -42,7 +42,7 @@ def bessel_arguments(n: int, rng) -> tuple[np.ndarray]:
 
 
 def ive_arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
-    """(v, x) for ive: v uniform in [-5, 30] (non-integer: the general method), x = |v| exp(N(0, 1)) + 0.1."""
+    """(v, x) for ive and kve: v uniform in [-5, 30] (non-integer: the general method), x = |v| exp(N(0, 1)) + 0.1."""
     v = rng.uniform(-5, 30, n)
     return v, np.abs(v) * np.exp(rng.normal(size=n)) + 0.1
 
@@ -50,7 +50,7 @@ def ive_arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
 # name -> (PyTensor function, SciPy function, argument generator)
 FUNCTIONS = {"gammainc": (pt.gammainc, sp.gammainc, arguments), "gammaincc": (pt.gammaincc, sp.gammaincc, arguments),
              "j0": (pt.j0, sp.j0, bessel_arguments), "j1": (pt.j1, sp.j1, bessel_arguments),
-             "ive": (pt.math.ive, sp.ive, ive_arguments)}
+             "ive": (pt.math.ive, sp.ive, ive_arguments), "kve": (pt.kve, sp.kve, ive_arguments)}
 
 
 def median_seconds(fn, runs: int) -> float:

@@ -131,7 +131,8 @@ def _iv_reference(v, x):
 
 # Modified Bessel function of the first kind I_v(x) (scaled by exp(-|x|): ive) of any real order v:
 # SciPy's (AMOS) values, with the limits at x = +-inf (backends/onnx/rules/bessel_ik_f64.py).
-BINARY_SPECIAL |= {"ive": _ive_reference, "iv": _iv_reference}
+BINARY_SPECIAL |= {"ive": _ive_reference, "iv": _iv_reference,
+                   "kve": lambda v, x: np.where((x == np.inf) & np.isfinite(v), 0.0, sp.kve(v, x))}
 
 for _name, _fn in (BINARY_SPECIAL | TERNARY_SPECIAL).items():
     register(OpDef(_name, _binary_special_infer(_name),

@@ -114,3 +114,56 @@ def test_gradient_through_pytensors_graph(order):
     got = compile_to_onnx([x], outputs=[y, g]).run(xs)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-10)
+
+
+# -- kve(v, x) = K_v(x) e^x: the K half of the same machinery
+def _run_kve(dtype, v, x):
+    vv, xv = pt.vector("v", dtype=dtype), pt.vector("x", dtype=dtype)
+    return compile_to_onnx([vv, xv], outputs=[pt.kve(vv, xv)]).run(v.astype(dtype), x.astype(dtype))[0]
+
+
+def test_kve_float64_against_mpmath():
+    """1e-13 rel where the reference is a normal float (measured 5.5e-14);
+    overflow (large orders at small x) is +inf as the reference."""
+    v, x, ref = DATA["iv_v"], DATA["iv_x"], DATA["kve"]
+    got = _run_kve("float64", v, x)
+    normal = (np.abs(ref) >= TINY) & np.isfinite(ref)
+    assert normal.sum() > 5000
+    bad = normal & ~(np.abs(got - ref) <= 1e-13 * np.abs(ref))
+    assert not bad.any(), list(zip(v[bad][:5], x[bad][:5], got[bad][:5], ref[bad][:5]))
+    assert np.all(got[np.isinf(ref)] == np.inf) and np.isinf(ref).sum() > 1000
+
+
+def test_kve_float32_within_4_ulp():
+    v, x, ref = DATA["iv_v"], DATA["iv_x"], DATA["kve"]
+    f32 = np.finfo(np.float32)
+    keep = (x >= f32.tiny) & (np.abs(ref) >= f32.tiny) & (np.abs(ref) <= f32.max)
+    got = _run_kve("float32", v[keep], x[keep])
+    assert got.dtype == np.float32 and keep.sum() > 3000
+    ulp = np.spacing(np.abs(ref[keep].astype(np.float32))).astype(np.float64)
+    assert np.all(np.abs(got.astype(np.float64) - ref[keep]) <= 4 * ulp)
+
+
+def test_kve_special_values_and_kv():
+    """+inf at x = 0, NaN for x < 0 and NaN, the limit 0 at x = +inf (SciPy: NaN);
+    ``pt.kv`` (kve times exp(-x)) matches SciPy."""
+    v = np.array([0.5, 2.0, -3.5, 1.0, 0.3, 1.0, 7.3])
+    x = np.array([0.0, -1.0, 2.0, np.inf, 1e-300, np.nan, 30.0])
+    got = _run_kve("float64", v, x)
+    want = sp.kve(v, x)
+    want[3] = 0.0
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    vv, xv = pt.dvector("v"), pt.dvector("x")
+    kv = compile_to_onnx([vv, xv], outputs=[pt.kv(vv, xv)]).run(v[[2, 4, 6]], x[[2, 4, 6]])[0]
+    np.testing.assert_allclose(kv, sp.kv(v[[2, 4, 6]], x[[2, 4, 6]]), rtol=1e-13)
+
+
+def test_kve_gradient_through_pytensors_graph():
+    x = pt.dvector("x")
+    y = pt.sum(pt.log(pt.kve(2.3, x)))
+    g = pytensor.grad(y, x)
+    xs = np.array([0.4, 2.0, 9.0, 55.0])
+    want = pytensor.function([x], [y, g], mode=REFERENCE_MODE)(xs)
+    for a, b in zip(compile_to_onnx([x], outputs=[y, g]).run(xs), want):
+        np.testing.assert_allclose(a, b, rtol=1e-10)

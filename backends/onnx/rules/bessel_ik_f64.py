@@ -1,6 +1,9 @@
-"""The modified Bessel function of the first kind of any real order,
-``ive(v, x) = I_v(x) exp(-|x|)`` and ``iv(v, x)``, in float64 (the IR ops
-``ive`` and ``iv``; model-local functions ``BesselIve``/``BesselIv``).
+"""The modified Bessel functions of any real order: of the first kind,
+``ive(v, x) = I_v(x) exp(-|x|)`` and ``iv(v, x)``, and of the second kind,
+``kve(v, x) = K_v(x) exp(x)``, in float64 (the IR ops ``ive``, ``iv``,
+``kve``; model-local functions ``BesselIve``/``BesselIv``/``BesselKve``).
+``kve`` is the K half of the third method below (K_-v = K_v; +inf at
+x = 0, NaN for x < 0, the limit 0 at x = +inf where SciPy gives NaN).
 
 Reference semantics: ``scipy.special.ive``/``iv`` (AMOS), except at
 x = +-inf, where the op takes the limits (``ive`` 0, ``iv`` +inf, or
@@ -205,31 +208,39 @@ def cf1(c, nu, a):
     return div(c, k(c, 1.0), state[2])
 
 
-def temme_steed(c, nu, a, reflect):
-    """``ive`` of order nu (or of -nu where ``reflect`` is 1.0) by K_u, the
-    K recurrence, CF1 and the Wronskian (the module doc)."""
+def scaled_k(c, nu, a):
+    """``(K_nu e^a, K_(nu+1) e^a)`` for nu >= 0, a > 0 finite: K_u and K_(u+1)
+    (Temme for a <= 2, Steed's CF2 beyond) and the forward recurrence."""
     n = c.op("Floor", add(c, nu, k(c, 0.5)))
     u = sub(c, nu, n)
     shape_mask = c.op("LessOrEqual", a, k(c, 2.0))
-    ks = [mul(c, a, k(c, 0.0)), mul(c, a, k(c, 0.0))]
 
     def small(c, u, a):
         kv, kv1 = temme(c, u, a)
         e = c.op("Exp", a)
-        return c.op("Concat", c.op("Unsqueeze", mul(c, kv, e), c.const([0], I64)),
-                    c.op("Unsqueeze", mul(c, kv1, e), c.const([0], I64)), axis=0)
+        return _rows(c, mul(c, kv, e), mul(c, kv1, e))
 
     def large(c, u, a):
-        kv, kv1 = steed_cf2(c, u, a)
-        return c.op("Concat", c.op("Unsqueeze", kv, c.const([0], I64)),
-                    c.op("Unsqueeze", kv1, c.const([0], I64)), axis=0)
+        return _rows(c, *steed_cf2(c, u, a))
 
-    pair = c.op("Concat", *(c.op("Unsqueeze", t, c.const([0], I64)) for t in ks), axis=0)
+    pair = _rows(c, mul(c, a, k(c, 0.0)), mul(c, a, k(c, 0.0)))
     pair = on_subset_rows(c, shape_mask, [u, a], small, pair)
     pair = on_subset_rows(c, c.op("Not", shape_mask), [u, a], large, pair)
     kue = c.op("Gather", pair, c.const(0, I64), axis=0)
     ku1e = c.op("Gather", pair, c.const(1, I64), axis=0)
-    kve, kv1e = forward_k(c, u, a, kue, ku1e, n)
+    return forward_k(c, u, a, kue, ku1e, n)
+
+
+def _rows(c, first, second):
+    """A [2, m] stack of two 1-D values."""
+    return c.op("Concat", c.op("Unsqueeze", first, c.const([0], I64)),
+                c.op("Unsqueeze", second, c.const([0], I64)), axis=0)
+
+
+def temme_steed(c, nu, a, reflect):
+    """``ive`` of order nu (or of -nu where ``reflect`` is 1.0) by K_u, the
+    K recurrence, CF1 and the Wronskian (the module doc)."""
+    kve, kv1e = scaled_k(c, nu, a)
     fv = cf1(c, nu, a)
     ive = div(c, k(c, 1.0), mul(c, a, add(c, kv1e, mul(c, fv, kve))))
     s, _ = sincospi(c, nu)
@@ -291,4 +302,19 @@ def iv(c, v, x):
     return where(c, c.op("And", c.op("IsInf", x), c.op("Not", c.op("IsNaN", y))), signed_inf, big)
 
 
-FORMULAS = {"ive": ive, "iv": iv}
+def kve(c, v, x):
+    """``scipy.special.kve(v, x) = K_v(x) e^x`` (K_-v = K_v): ``scaled_k``;
+    +inf at x = 0, NaN for x < 0, the limit 0 at x = +inf (SciPy: NaN),
+    NaN for an infinite order or NaN."""
+    shape, (vf, xf) = flat_args(c, v, x)
+    nu = c.op("Abs", vf)
+    valid = c.op("And", c.op("Greater", xf, k(c, 0.0)), c.op("Not", c.op("IsInf", xf)))
+    valid = c.op("And", valid, c.op("Not", c.op("IsInf", nu)))
+    out = on_subset(c, valid, [nu, xf], lambda c, nu, a: scaled_k(c, nu, a)[0], mul(c, xf, k(c, 0.0)))
+    out = where(c, c.op("Equal", xf, k(c, 0.0)), k(c, np.inf), where(c, c.op("IsInf", xf), k(c, 0.0), out))
+    bad = c.op("Or", c.op("Less", xf, k(c, 0.0)), c.op("Or", c.op("IsInf", nu), c.op("IsNaN", vf)))
+    out = where(c, c.op("Or", bad, c.op("IsNaN", xf)), k(c, np.nan), out)
+    return c.op("Reshape", out, shape)
+
+
+FORMULAS = {"ive": ive, "iv": iv, "kve": kve}

@@ -27,7 +27,8 @@ FUNCTION_NAMES = {"gammaln": "GammaLn", "gamma": "Gamma", "psi": "Digamma", "tri
                   "erfc": "Erfc", "erfcx": "Erfcx", "erfinv": "ErfInv", "erfcinv": "ErfcInv", "i0": "BesselI0",
                   "i1": "BesselI1", "i0e": "BesselI0e", "i1e": "BesselI1e", "i2e": "BesselI2e", "atan2": "Atan2",
                   "gammainc": "GammaIncP", "gammaincc": "GammaIncQ", "betainc": "BetaInc",
-                  "j0": "BesselJ0", "j1": "BesselJ1", "ive": "BesselIve", "iv": "BesselIv"}
+                  "j0": "BesselJ0", "j1": "BesselJ1", "ive": "BesselIve", "iv": "BesselIv",
+                  "kve": "BesselKve"}
 
 
 def float64_body(fn, dtype):

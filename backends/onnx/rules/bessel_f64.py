@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import math
 
-
 from backends.onnx.rules.special_f64 import add, div, k, mul, poly, sub, where
 
 # Cephes j0.c

@@ -4,7 +4,7 @@ the same float64 arguments, at 1e3 and 1e6 elements, with their ratio.
 
 Arguments are drawn over the functions' working domain (for ``gammainc``/
 ``gammaincc``: a log-uniform in [0.1, 100], x = a * exp(N(0, 1)), so every
-method runs; the inverses: ``inverse_arguments``). Timings are medians of wall-clock runs on a possibly shared
+method runs; the inverses: ``inverse_arguments``; the Bessel functions: ``bessel_arguments``, ``ive_arguments``). Timings are medians of wall-clock runs on a possibly shared
 machine: read them, never assert on them.
 
 Usage::
@@ -29,9 +29,6 @@ import scipy.special as sp  # noqa: E402
 from backends.onnx.runtime import DISABLED_OPTIMIZERS  # noqa: E402
 from compiler import compile_to_onnx  # noqa: E402
 
-FUNCTIONS = {"gammainc": (pt.gammainc, sp.gammainc), "gammaincc": (pt.gammaincc, sp.gammaincc)}
-
-
 def inverse_arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
     """(a, y) float64 vectors of n elements: a log-uniform in [0.1, 100], y
     uniform in (0, 1) for half the elements and log-uniform in [1e-30, 1] for the other half."""
@@ -39,9 +36,6 @@ def inverse_arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
     return a, np.where(rng.uniform(size=n) < 0.5, rng.uniform(size=n), np.exp(rng.uniform(np.log(1e-30), 0, n)))
 
 
-# (op, SciPy function, argument generator): the inverses' own generator (their second argument is in [0, 1])
-FUNCTIONS |= {"gammaincinv": (pt.gammaincinv, sp.gammaincinv, inverse_arguments),
-              "gammainccinv": (pt.gammainccinv, sp.gammainccinv, inverse_arguments)}
 
 
 def arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -56,7 +50,27 @@ def owens_t_arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
     return rng.normal(0, 3, n), rng.normal(0, 4, n)
 
 
-FUNCTIONS["owens_t"] = (pt.owens_t, sp.owens_t, owens_t_arguments)
+
+
+def bessel_arguments(n: int, rng) -> tuple[np.ndarray]:
+    """x for j0/j1: half uniform in [0, 5] (the rational form), half log-uniform in [5, 1e4] (Hankel)."""
+    half = n // 2
+    return (np.concatenate([rng.uniform(0, 5, half), np.exp(rng.uniform(np.log(5.0), np.log(1e4), n - half))]),)
+
+
+def ive_arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(v, x) for ive and kve: v uniform in [-5, 30] (non-integer: the general method), x = |v| exp(N(0, 1)) + 0.1."""
+    v = rng.uniform(-5, 30, n)
+    return v, np.abs(v) * np.exp(rng.normal(size=n)) + 0.1
+
+
+# name -> (PyTensor function, SciPy function, argument generator)
+FUNCTIONS = {"gammainc": (pt.gammainc, sp.gammainc, arguments), "gammaincc": (pt.gammaincc, sp.gammaincc, arguments),
+             "gammaincinv": (pt.gammaincinv, sp.gammaincinv, inverse_arguments),
+             "gammainccinv": (pt.gammainccinv, sp.gammainccinv, inverse_arguments),
+             "owens_t": (pt.owens_t, sp.owens_t, owens_t_arguments),
+             "j0": (pt.j0, sp.j0, bessel_arguments), "j1": (pt.j1, sp.j1, bessel_arguments),
+             "ive": (pt.math.ive, sp.ive, ive_arguments), "kve": (pt.kve, sp.kve, ive_arguments)}
 
 
 def median_seconds(fn, runs: int) -> float:
@@ -80,17 +94,17 @@ def main(argv=None) -> None:
     options.intra_op_num_threads = 1
     print(f"{'function':<12} {'n':>8} {'onnxruntime el/s':>17} {'scipy el/s':>12} {'ratio':>6}")
     for name in args.functions:
-        op, ref, *generator = FUNCTIONS[name]
-        a, x = pt.dvector("a"), pt.dvector("x")
-        model = compile_to_onnx([a, x], outputs=[op(a, x)])
+        op, ref, generate = FUNCTIONS[name]
+        inputs = [pt.dvector(f"x{i}") for i in range(len(generate(1, np.random.default_rng(0))))]
+        model = compile_to_onnx(inputs, outputs=[op(*inputs)])
         session = ort.InferenceSession(model.model.SerializeToString(), options, providers=["CPUExecutionProvider"],
                                        disabled_optimizers=DISABLED_OPTIMIZERS)
         names = [i.name for i in session.get_inputs()]
         for n in args.sizes:
-            av, xv = (generator[0] if generator else arguments)(n, np.random.default_rng(0))
-            feed = dict(zip(names, (av, xv)))
+            values = generate(n, np.random.default_rng(0))
+            feed = dict(zip(names, values))
             onnx_s = median_seconds(lambda: session.run(None, feed), args.runs)
-            scipy_s = median_seconds(lambda: ref(av, xv), args.runs)
+            scipy_s = median_seconds(lambda: ref(*values), args.runs)
             print(f"{name:<12} {n:>8} {n / onnx_s:>17.3g} {n / scipy_s:>12.3g} {scipy_s / onnx_s:>6.2f}")
 
 

@@ -1,5 +1,5 @@
 """Special functions: the gamma family, the error-function family, modified
-Bessel functions of order 0 and 1, and ``atan2``. All are elementwise on
+Bessel functions of order 0 and 1, Bessel functions J0 and J1, and ``atan2``. All are elementwise on
 floats and broadcast like NumPy.
 
 The reference semantics are ``scipy.special`` (``np.arctan2`` for
@@ -10,6 +10,8 @@ and says so:
 * ``i0(+-inf) = +inf`` and ``i1(+-inf) = +-inf`` (SciPy 1.17 returns NaN:
   ``exp(inf) * c / sqrt(inf)``);
 * ``i2e(+-inf) = 0`` (``ive(2, x)``; SciPy returns NaN);
+* ``j0(+-inf) = j1(+-inf) = 0`` (the C library's ``j0``/``j1``, which
+  PyTensor's C backend calls; SciPy 1.17 returns NaN);
 * ``gammaln(-inf) = +inf`` (C's ``lgamma``, which PyTensor's C and Numba
   backends call; SciPy returns -inf).
 
@@ -75,6 +77,7 @@ UNARY_SPECIAL = {
     "erfc": sp.erfc, "erfcx": sp.erfcx, "erfinv": sp.erfinv, "erfcinv": sp.erfcinv,
     "i0": _limit_inf(sp.i0, odd=False), "i1": _limit_inf(sp.i1, odd=True), "i0e": sp.i0e, "i1e": sp.i1e,
     "i2e": lambda x: np.where(np.isinf(x), 0.0, sp.ive(2, x)),
+    "j0": lambda x: np.where(np.isinf(x), 0.0, sp.j0(x)), "j1": lambda x: np.where(np.isinf(x), 0.0, sp.j1(x)),
 }
 
 
@@ -133,6 +136,28 @@ BINARY_SPECIAL |= {"gammaincinv": _gamma_inverse(sp.gammaincinv), "gammainccinv"
 # Regularized incomplete beta function I_x(a, b): SciPy's values everywhere (NaN outside
 # a, b >= 0, 0 <= x <= 1; see backends/onnx/rules/incbeta_f64.py).
 TERNARY_SPECIAL = {"betainc": sp.betainc}
+
+
+def _ive_reference(v, x):
+    """scipy.special.ive with the limit 0 at x = +-inf (SciPy: NaN for some orders)."""
+    y = sp.ive(v, x)
+    limit_ok = np.isinf(x) & ~np.isnan(v) & ~np.isinf(v) & ((x > 0) | (np.floor(v) == v))
+    return np.where(limit_ok, 0.0, y)
+
+
+def _iv_reference(v, x):
+    """scipy.special.iv with the limits +inf at +inf and (-1)^v inf at -inf for integer v."""
+    y = sp.iv(v, x)
+    limit_ok = np.isinf(x) & ~np.isnan(v) & ~np.isinf(v) & ((x > 0) | (np.floor(v) == v))
+    odd = np.floor(v) == v
+    odd &= np.mod(np.where(odd, v, 0.0), 2.0) == 1.0
+    return np.where(limit_ok, np.where((x < 0) & odd, -np.inf, np.inf), y)
+
+
+# Modified Bessel function of the first kind I_v(x) (scaled by exp(-|x|): ive) of any real order v:
+# SciPy's (AMOS) values, with the limits at x = +-inf (backends/onnx/rules/bessel_ik_f64.py).
+BINARY_SPECIAL |= {"ive": _ive_reference, "iv": _iv_reference,
+                   "kve": lambda v, x: np.where((x == np.inf) & np.isfinite(v), 0.0, sp.kve(v, x))}
 
 for _name, _fn in (BINARY_SPECIAL | TERNARY_SPECIAL).items():
     register(OpDef(_name, _binary_special_infer(_name),

@@ -54,7 +54,7 @@ def every_special_function():
     outs = [pt.gammaln(x), pt.gamma(x), pt.psi(x), pt.tri_gamma(x), pt.polygamma(3, x), pt.erfc(x), pt.erfcx(x),
             pt.erfinv(x), pt.erfcinv(x), pt.i0(x), pt.i1(x), pt.ive(0, x), pt.ive(1, x), pt.ive(2, x), pt.arctan2(x, y),
             pt.gammainc(x, y), pt.gammaincc(x, y), pt.betainc(x, y, z), pt.owens_t(x, y), pt.gammaincinv(x, y),
-            pt.gammainccinv(x, y)]
+            pt.gammainccinv(x, y), pt.j0(x), pt.j1(x), pt.ive(x, y), pt.kve(x, y)]
     return compile_to_onnx([x, y, z], outputs=outs).model
 
 

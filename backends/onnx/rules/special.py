@@ -14,20 +14,23 @@ from __future__ import annotations
 
 from backends.onnx.registry import emits
 from backends.onnx.rules.common import F64
+from backends.onnx.rules.bessel_f64 import FORMULAS as BESSEL
+from backends.onnx.rules.bessel_ik_f64 import FORMULAS as BESSEL_IK
 from backends.onnx.rules.incbeta_f64 import FORMULAS as INCBETA
 from backends.onnx.rules.incgamma_f64 import FORMULAS as INCGAMMA
 from backends.onnx.rules.incinv_f64 import FORMULAS as INCINV
 from backends.onnx.rules.owens_t_f64 import FORMULAS as OWENS_T
 from backends.onnx.rules.special_f64 import FORMULAS as CLOSED_FORMS
 
-FORMULAS = CLOSED_FORMS | INCGAMMA | INCBETA | INCINV | OWENS_T
+FORMULAS = CLOSED_FORMS | INCGAMMA | INCBETA | INCINV | OWENS_T | BESSEL | BESSEL_IK
 
 # IR op -> model-local function name
 FUNCTION_NAMES = {"gammaln": "GammaLn", "gamma": "Gamma", "psi": "Digamma", "trigamma": "Trigamma",
                   "erfc": "Erfc", "erfcx": "Erfcx", "erfinv": "ErfInv", "erfcinv": "ErfcInv", "i0": "BesselI0",
                   "i1": "BesselI1", "i0e": "BesselI0e", "i1e": "BesselI1e", "i2e": "BesselI2e", "atan2": "Atan2",
                   "gammainc": "GammaIncP", "gammaincc": "GammaIncQ", "betainc": "BetaInc",
-                  "owens_t": "OwensT"}
+                  "owens_t": "OwensT", "j0": "BesselJ0", "j1": "BesselJ1", "ive": "BesselIve", "iv": "BesselIv",
+                  "kve": "BesselKve"}
 FUNCTION_NAMES |= {"gammaincinv": "GammaIncPInv", "gammainccinv": "GammaIncQInv"}
 
 

@@ -58,8 +58,7 @@ _ITERATIVE = ("is not lowered yet: SciPy evaluates it with an iteration or serie
               "'Special functions not lowered yet')")
 # Special functions not lowered yet, with the reason the error gives.
 NO_CLOSED_FORM = {name: _ITERATIVE for name in (
-    "BetaIncInv", "Hyp2F1", "Grad2F1Loop", "Jv", "Kve")}
-NO_CLOSED_FORM |= {"J0": "(Bessel J0) is not lowered yet", "J1": "(Bessel J1) is not lowered yet"}
+    "BetaIncInv", "Hyp2F1", "Grad2F1Loop", "Jv")}
 
 
 def supported_scalar_ops() -> list[type]:
@@ -233,8 +232,8 @@ ARITHMETIC = {
     # special functions (ir/ops/special.py; model-local ONNX functions when emitted)
     psm.GammaLn: "gammaln", psm.Gamma: "gamma", psm.Psi: "psi", psm.TriGamma: "trigamma",
     psm.Erfc: "erfc", psm.Erfcx: "erfcx", psm.Erfinv: "erfinv", psm.Erfcinv: "erfcinv",
-    psm.I0: "i0", psm.I1: "i1", ps.ArcTan2: "atan2",
-    psm.GammaInc: "gammainc", psm.GammaIncC: "gammaincc", psm.BetaInc: "betainc",
+    psm.I0: "i0", psm.I1: "i1", ps.ArcTan2: "atan2", psm.J0: "j0", psm.J1: "j1",
+    psm.GammaInc: "gammainc", psm.GammaIncC: "gammaincc", psm.BetaInc: "betainc", psm.Kve: "kve",
     psm.Owens_t: "owens_t",
     psm.GammaIncInv: "gammaincinv", psm.GammaIncCInv: "gammainccinv",
     psm.Sigmoid: "sigmoid",
@@ -367,7 +366,7 @@ def _known_value(value: Value, depth: int = 8) -> np.ndarray | None:
 
 
 def _constant_order(ctx, node, args, what: str) -> int:
-    """The integer first input (an order) of a PolyGamma/Ive/Iv node, which must
+    """The integer first input (an order) of a PolyGamma node, which must
     be one constant value. Raises Unsupported otherwise."""
     ctx.reads_values()  # the lowering depends on the order's value, not only its type
     order = _known_value(args[0])
@@ -399,14 +398,17 @@ def _polygamma(ctx, node, args):
 
 
 def _bessel_i(scaled: bool):
-    # Ive.impl / Iv.impl: scipy.special.ive(v, x) / iv(v, x); I_{-n} = I_n for integer n
+    # Ive.impl / Iv.impl: scipy.special.ive(v, x) / iv(v, x); I_{-n} = I_n for integer n.
+    # Constant orders 0, +-1, +-2 keep their closed forms; any other order (non-integer, large,
+    # or a run-time tensor) is the general ive/iv op (Temme's method: rules/bessel_ik_f64.py).
     def rule(ctx, node, args):
-        v = abs(_constant_order(ctx, node, args, "order v"))
-        if v > 2:
-            raise Unsupported(f"{type(node.op).__name__} of order {v} (only orders 0, 1 and 2 are lowered; "
-                              "general orders need Temme's method, which has no closed form)")
         dtype = out_dtype(node)
         x = ctx.cast(args[1], dtype)
+        ctx.reads_values()
+        order = _known_value(args[0])
+        if order is None or np.unique(order).size != 1 or float(np.ravel(order)[0]) not in (0, 1, 2, -1, -2):
+            return [ctx.add("ive" if scaled else "iv", [ctx.cast(args[0], dtype), x])]
+        v = abs(int(np.ravel(order)[0]))
         if v == 2:  # the gradients of i1 and i1e read order 2
             y = ctx.add("i2e", [x])
             if scaled:

@@ -146,8 +146,10 @@ def _ive_reference(v, x):
 
 
 def _iv_reference(v, x):
-    """scipy.special.iv with the limits +inf at +inf and (-1)^v inf at -inf for integer v."""
-    y = sp.iv(v, x)
+    """scipy.special.iv with the limits +inf at +inf and (-1)^v inf at -inf for integer v, and
+    NaN at x = 0 for a negative non-integer v, as ``ive`` there (SciPy's iv gives +inf, whose sign
+    is wrong for some orders: I_-1.5(x) tends to -inf as x -> 0+)."""
+    y = np.where((x == 0) & (v < 0) & (np.floor(v) != v), np.nan, sp.iv(v, x))
     limit_ok = np.isinf(x) & ~np.isnan(v) & ~np.isinf(v) & ((x > 0) | (np.floor(v) == v))
     odd = np.floor(v) == v
     odd &= np.mod(np.where(odd, v, 0.0), 2.0) == 1.0
@@ -157,7 +159,8 @@ def _iv_reference(v, x):
 # Modified Bessel function of the first kind I_v(x) (scaled by exp(-|x|): ive) of any real order v:
 # SciPy's (AMOS) values, with the limits at x = +-inf (backends/onnx/rules/bessel_ik_f64.py).
 BINARY_SPECIAL |= {"ive": _ive_reference, "iv": _iv_reference,
-                   "kve": lambda v, x: np.where((x == np.inf) & np.isfinite(v), 0.0, sp.kve(v, x))}
+                   "kve": lambda v, x: np.where(np.isnan(v), np.nan,  # SciPy: inf at x = 0 for a NaN order
+                                                np.where((x == np.inf) & np.isfinite(v), 0.0, sp.kve(v, x)))}
 
 for _name, _fn in (BINARY_SPECIAL | TERNARY_SPECIAL).items():
     register(OpDef(_name, _binary_special_infer(_name),

@@ -438,6 +438,8 @@ SPECIAL_VALUES = {
     "i0": [0.0, 0.5, -0.5, 3.0, 9.0, -20.0, 100.0], "i1": [0.0, 0.5, -0.5, 3.0, 9.0, -20.0, 100.0],
     "i0e": [0.0, 0.5, -0.5, 3.0, 9.0, -20.0, 1e4], "i1e": [0.0, 0.5, -0.5, 3.0, 9.0, -20.0, 1e4],
     "i2e": [0.0, 0.5, -0.5, 1.9, 2.0, 3.0, 9.0, -20.0, 1e4],
+    # away from the zeros and below 1e3, where SciPy's j0/j1 (the interpreter's) lose relative accuracy
+    "j0": [0.0, 0.5, -0.5, 2.0, 3.0, 5.0, 9.0, -20.0, 31.0], "j1": [0.0, 0.5, -0.5, 3.0, 5.0, 9.0, -20.0, 31.0],
 }
 ULPS |= {op: 64 for op in SPECIAL_VALUES} | {"atan2": 2, "polygamma": 64}
 
@@ -465,6 +467,11 @@ ULPS |= {"gammaincinv": 8192, "gammainccinv": 8192}
 # tests/numerics/test_owens_t.py's, against mpmath)
 OWENS_T_VALUES = ([0.0, 0.3, -0.3, 1.5, -2.5, 4.5], [0.0, 0.2, -0.7, 1.0, -1.0, 3.0, 1e3])
 ULPS["owens_t"] = 1024
+# ive/iv/kve (v, x): integer, half-integer and other orders, negative ones, x from 0 to large, the
+# transition x ~ v, negative x (NaN for a non-integer order), NaN (interpreter: SciPy's AMOS,
+# tests/numerics/test_bessel_i.py holds the contract against mpmath)
+BESSEL_VALUES = ([0.0, 1.0, 2.5, -1.5, 7.3, 40.0], [0.0, 0.3, 2.0, 7.0, 45.0, 300.0, -2.0])
+ULPS |= {"ive": 1024, "iv": 1024, "kve": 1024}
 
 
 def special_cases():
@@ -475,6 +482,10 @@ def special_cases():
         for dtype in (F32, F64):
             a, y = (np.array(v + [np.nan, np.inf], dtype.numpy) for v in GAMMA_INVERSE_VALUES)
             yield Case(op, grid(a, y))
+    for op in ("ive", "iv", "kve"):
+        for dtype in (F32, F64):
+            v, x = (np.array(vals + [np.nan], dtype.numpy) for vals in BESSEL_VALUES)
+            yield Case(op, grid(v, x))
     for dtype in (F32, F64):
         h, a = (np.array(v + [np.nan, np.inf, -np.inf], dtype.numpy) for v in OWENS_T_VALUES)
         yield Case("owens_t", grid(h, a))

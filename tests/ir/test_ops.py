@@ -87,6 +87,14 @@ EVAL = [
     ("gammaincinv", {}, [f64(1, 1, 1, 1, 0, 1e-300), f64(1 - 1 / e, 0, 1, 1.5, 0.5, -0.1)],
      [f64(1, 0, inf, nan, nan, nan)]),
     ("gammainccinv", {}, [f64(1, 1, 1, -1, 5e-324), f64(1 / e, 0, 1, 0.5, 0.5)], [f64(1, inf, 0, nan, nan)]),
+    # T(0, a) = atan(a) / (2 pi), T(h, 0) = 0, T(h, -a) = -T(h, a)
+    ("owens_t", {}, [f64(0, 0, 0, 2, nan), f64(1, -1, inf, 0, 1)], [f64(0.125, -0.125, 0.25, 0, nan)]),
+    ("j0", {}, [f64(0, inf, -inf, nan)], [f64(1, 0, 0, nan)]),
+    ("j1", {}, [f64(0, -0.0, inf, nan)], [f64(0, -0.0, 0, nan)]),
+    # I_1/2(x) = sqrt(2 / (pi x)) sinh(x), K_1/2(x) = sqrt(pi / (2 x)) exp(-x) (DLMF 10.39.1, 10.39.2)
+    ("ive", {}, [f64(0, 1, 0.5, 0.5), f64(0, 0, 2, inf)], [f64(1, 0, math.sqrt(1 / (4 * math.pi)) * (1 - e ** -4), 0)]),
+    ("iv", {}, [f64(0, 0.5, 2, 0.5), f64(0, 2, -inf, inf)], [f64(1, math.sqrt(1 / math.pi) * math.sinh(2), inf, inf)]),
+    ("kve", {}, [f64(0.5, -0.5, 0.5), f64(2, 2, inf)], [f64(math.sqrt(math.pi / 4), math.sqrt(math.pi / 4), 0)]),
     ("layer_norm", {"epsilon": 0.0}, [np.array([[1.0, 3.0], [5.0, 5.0 + 2 ** -20]]), f64(1, 2), f64(0, 1)],
      [np.array([[-1.0, 3.0], [-1.0, 3.0]])]),
     ("rms_norm", {"epsilon": 0.0}, [np.array([[3.0, 4.0], [0.0, -2.0]]), f64(1, 2)],

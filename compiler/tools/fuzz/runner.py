@@ -346,6 +346,24 @@ def _narrow_float_intermediate(m: Mismatch) -> bool:
     return bool(narrow) and compare(m.got, m.want, m.program.condition, narrow[0]) is None
 
 
+def _special_value_rewrite(m: Mismatch) -> bool:
+    """A mismatch the same path compiled with ``relu-silu``'s
+    ``exact_special_values=True`` does not have: one of the rewrites
+    ``passes.activations.SPECIAL_VALUE_CHANGES`` documents changed a NaN or
+    an infinity (``where(x > 0, x, 0)`` is 0 at a NaN x, the Relu it becomes
+    keeps the NaN: fuzz seed 106294)."""
+    from passes import DEFAULT_PIPELINE
+    from passes.activations import ActivationMatching
+
+    exact = [ActivationMatching(exact_special_values=True) if p == "relu-silu" else p for p in DEFAULT_PIPELINE]
+    try:
+        fast, kept = (model.run(*[d.copy() for d in m.data])[0]
+                      for model in (m.recompile(), m.recompile(passes=exact)))
+    except Exception:
+        return False
+    return compare(fast, m.want, *m.program.bound) is not None and compare(kept, m.want, *m.program.bound) is None
+
+
 def _default_mode_skips_nan(m: Mismatch) -> bool:
     """Against the default backend (``backend="default"``), on the compiled
     path: the model has NaN where the default mode's max/min/argmax skipped
@@ -374,6 +392,8 @@ KNOWN = [
                              "(docs/numerics.md), not the fuzzer's relative bound", _fast_sigmoid),
     ("integer-overflow-in-float", "int64 values beyond 2^53 lose precision when an op computes in float64",
      _int64_beyond_float64),
+    ("special-value-rewrite", "relu-silu's rewrites in passes.activations.SPECIAL_VALUE_CHANGES change NaN/inf "
+                              "results (docs/numerics.md); exact_special_values=True keeps them", _special_value_rewrite),
     ("narrow-float-intermediate", "a float64 result of a float32/float16 value computed on the way is compared "
                                   "at that value's precision", _narrow_float_intermediate),
 ]

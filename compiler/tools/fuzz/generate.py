@@ -45,7 +45,7 @@ class Program:
         seed: the seed it was generated from.
         condition: the condition number of the program's linear algebra
             (1 elsewhere): float results are compared within ``condition``
-            times the fuzzer's bound (``runner.compare``), the forward error
+            times the fuzzer's bound (``reference.compare``), the forward error
             of a backward-stable method (Higham, *Accuracy and Stability of
             Numerical Algorithms*, 2nd ed., section 7.1).
         precision: the float dtype whose epsilon the bound uses (None: the
@@ -67,7 +67,7 @@ class Program:
 
     @property
     def bound(self) -> tuple:
-        """``(condition, precision)``: what ``runner.compare`` scales its bound by."""
+        """``(condition, precision)``: what ``reference.compare`` scales its bound by."""
         return self.condition, self.precision
 
     def source(self) -> str:

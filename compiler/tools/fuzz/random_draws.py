@@ -34,7 +34,11 @@ import warnings
 
 import numpy as np
 
+from compiler import compile_to_onnx
+from compiler.lowering.errors import UnsupportedOpsError
 from compiler.tools.fuzz.generate import Program
+from compiler.tools.fuzz.reference import CaseResult, _inner_graphs_in_python, _reference, build, reference_mode
+from compiler.tools.fuzz.wrong_shapes import judge_wrong_shape, wrong_shape_variants
 
 # The sample size per column: at ALPHA / 12 the KS test rejects a CDF difference of ~0.02 (a location
 # shifted by 0.05 sd, a scale 10% off); drawing and sorting 40,000 values costs ~1 ms, the compiles ~10 ms.
@@ -186,7 +190,7 @@ def compare_samples(got: np.ndarray, want: np.ndarray, tests: int) -> str | None
 
 def _merge_close(a: np.ndarray, b: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
     """``a`` and ``b`` with values closer than the fuzzer's float bound
-    (``16 eps (|x| + max|x|)``, ``runner.compare``'s) merged into one: the
+    (``16 eps (|x| + max|x|)``, ``reference.compare``'s) merged into one: the
     sorted distinct values of both are grouped where neighbours are that
     close, and each value becomes its group's smallest. An atom of a
     discrete or saturated sample (``tanh(bernoulli)``, ``tanh`` of a large
@@ -206,14 +210,10 @@ def _merge_close(a: np.ndarray, b: np.ndarray, eps: float) -> tuple[np.ndarray, 
 
 def run_random_case(program: Program, backend: str = "python"):
     """Build and judge one ``random`` program (the module doc): returns a
-    ``runner.CaseResult`` (``match``, ``mismatch``, ``crash``,
+    ``reference.CaseResult`` (``match``, ``mismatch``, ``crash``,
     ``unsupported`` or ``invalid``)."""
     from pytensor.compile.mode import Mode
 
-    from compiler import compile_to_onnx
-    from compiler.lowering.errors import UnsupportedOpsError
-    from compiler.tools.fuzz.runner import CaseResult, _inner_graphs_in_python, _reference, build, reference_mode
-    from compiler.tools.fuzz.wrong_shapes import judge_wrong_shape, wrong_shape_variants
 
     try:
         inputs, out = build(program)

@@ -444,3 +444,30 @@ def test_long_random_run_has_no_failures(start):
     report = fuzz(start, 100, isolate=True, shrink_failures=True, backend="python", timeout_s=120, family="random")
     print(report.summary())
     assert not report.failures, report.summary()
+
+
+def test_the_random_familys_wrong_shape_classes_need_their_condition():
+    """``_parameter_difference`` turns a wrong-shape mismatch into a known class only when
+    PyTensor raised for parameter values or NumPy's ``integers`` drew from bounds that do not
+    broadcast to ``size``, checked on the wrong-shape data."""
+    import pytensor
+    from pytensor.compile.mode import Mode
+
+    from compiler.tools.fuzz.random_draws import UNCHECKED_SIZE, PARAMETER_VALUES, _parameter_difference
+
+    def case(line, data):
+        prog = Program([(f"x{i}", str(d.dtype), (None,), d) for i, d in enumerate(data)],
+                       ["g = pytensor.shared(np.random.default_rng(0), name='g')", line], seed=0, draws=True)
+        inputs, out = build(prog)
+        return prog, pytensor.function(inputs, out, mode=Mode(linker="py", optimizer=None))
+
+    verdict = ("mismatch", "input 'x0' axis 0 ...", "")
+    ints, fn = case("v1 = pt.random.integers(low=x0, high=x1, size=(50, 1), rng=g)", [np.array([1]), np.array([3])])
+    wide = [np.array([1, 1]), np.array([3])]
+    assert _parameter_difference(ints, wide, ("x0", 0), fn, verdict)[2] == UNCHECKED_SIZE
+    assert _parameter_difference(ints, wide, ("x1", 0), fn, verdict) == verdict  # x1 fits size
+    uni, fn = case("v1 = pt.random.uniform(low=x0, high=x1, size=(50, 2), rng=g)",
+                   [np.array([0.0, 1.0]), np.array([0.5, 2.0])])
+    crossed = [np.array([0.0, 1.0]), np.array([0.5])]  # high < low in column 1: NumPy raises for the values
+    assert _parameter_difference(uni, crossed, ("x1", 0), fn, verdict)[2] == PARAMETER_VALUES
+    assert _parameter_difference(uni, [np.array([0.0, 1.0]), np.array([0.5, 2.0])], ("x1", 0), fn, verdict) == verdict

@@ -88,6 +88,26 @@ class Program:
                          for name, dtype, _, data in self.inputs)
 
 
+# Parameter domains of the distribution families (pymc_logps.py, random_draws.py).
+POSITIVE, REAL, UNIT = "positive", "real", "unit"
+
+
+def domain_values(rng: np.random.Generator, domain: str, shape: tuple, dtype: str,
+                  positive_high: float) -> np.ndarray:
+    """Values of ``dtype`` and ``shape`` inside ``domain``: reals uniform in
+    [-3, 3], positives log-uniform in [0.2, ``positive_high``], unit-interval
+    values uniform in [0.05, 0.95]."""
+    if domain == REAL:
+        x = rng.uniform(-3, 3, shape)
+    elif domain == POSITIVE:
+        x = np.exp(rng.uniform(np.log(0.2), np.log(positive_high), shape))
+    elif domain == UNIT:
+        x = rng.uniform(0.05, 0.95, shape)
+    else:
+        raise ValueError(f"unknown domain {domain!r}")
+    return np.asarray(x, dtype)
+
+
 def edge_data(rng: np.random.Generator, dtype: str, shape: tuple) -> np.ndarray:
     """Random data of ``dtype`` and ``shape`` seeded with edge values: NaN,
     +-inf, -0.0 and .5 ties for floats; the extremes, 0, +-1 for ints."""

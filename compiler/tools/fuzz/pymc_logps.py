@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.tools.fuzz.generate import Program
+from compiler.tools.fuzz.generate import POSITIVE, REAL, UNIT, Program, domain_values
 
-POSITIVE, REAL, UNIT = "positive", "real", "unit"
 # name -> (parameters with their domains, support of the value, value dtype)
 DISTRIBUTIONS = {
     "Normal": ({"mu": REAL, "sigma": POSITIVE}, REAL, "float"),
@@ -86,13 +85,7 @@ def _draw(rng: np.random.Generator, domain: str, shape: tuple, dtype: str) -> np
     in 1..20 (int64)."""
     if domain == "trials":
         return rng.integers(1, 21, shape).astype("int64")
-    if domain == REAL:
-        x = rng.uniform(-3, 3, shape)
-    elif domain == POSITIVE:
-        x = np.exp(rng.uniform(np.log(0.2), np.log(6), shape))
-    else:
-        x = rng.uniform(0.05, 0.95, shape)
-    return np.asarray(x, dtype)
+    return domain_values(rng, domain, shape, dtype, positive_high=6)
 
 
 def _values(rng, support: str, kind: str, n: int, dtype: str, inputs: list) -> np.ndarray:

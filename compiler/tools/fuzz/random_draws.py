@@ -36,16 +36,16 @@ import numpy as np
 
 from compiler import compile_to_onnx
 from compiler.lowering.errors import UnsupportedOpsError
-from compiler.tools.fuzz.generate import Program
+from compiler.tools.fuzz.generate import POSITIVE, REAL, UNIT, Program, domain_values
 from compiler.tools.fuzz.reference import CaseResult, _inner_graphs_in_python, _reference, build, reference_mode
-from compiler.tools.fuzz.wrong_shapes import judge_wrong_shape, wrong_shape_variants
+from compiler.tools.fuzz.wrong_shapes import check_wrong_shapes
 
 # The sample size per column: at ALPHA / 12 the KS test rejects a CDF difference of ~0.02 (a location
 # shifted by 0.05 sd, a scale 10% off); drawing and sorting 40,000 values costs ~1 ms, the compiles ~10 ms.
 ROWS = 40_000
 ALPHA = 1e-5  # per program, over all its tests
 POLICIES = ("inputs", "onnx")
-REAL, POSITIVE, UNIT, LOW, ABOVE_LOW, SIMPLEX = "real", "positive", "unit", "low", "above_low", "simplex"
+LOW, ABOVE_LOW, SIMPLEX = "low", "above_low", "simplex"
 # distribution -> its parameters (PyTensor's keyword names) with their domains; the draw's dtype kind
 DISTRIBUTIONS = {
     "normal": ({"loc": REAL, "scale": POSITIVE}, "f"),
@@ -137,13 +137,7 @@ def _parameter(rng, domain: str, shape: tuple, dtype: str, low) -> np.ndarray:
         if np.asarray(low).dtype.kind == "i":
             return (low + rng.integers(1, 9, shape)).astype("int64")
         return np.asarray(low + np.exp(rng.uniform(np.log(0.2), np.log(5), shape)), dtype)
-    if domain == REAL:
-        x = rng.uniform(-3, 3, shape)
-    elif domain == POSITIVE:
-        x = np.exp(rng.uniform(np.log(0.2), np.log(5), shape))
-    else:
-        x = rng.uniform(0.05, 0.95, shape)
-    return np.asarray(x, dtype)
+    return domain_values(rng, domain, shape, dtype, positive_high=5)
 
 
 def noise_feed(model, seed: int) -> dict:
@@ -214,7 +208,6 @@ def run_random_case(program: Program, backend: str = "python"):
     ``unsupported`` or ``invalid``)."""
     from pytensor.compile.mode import Mode
 
-
     try:
         inputs, out = build(program)
     except Exception as e:
@@ -229,7 +222,7 @@ def run_random_case(program: Program, backend: str = "python"):
     paths = {"raw": (lambda policy: compile_to_onnx(inputs, outputs=[out], random=policy), raw_want),
              "compiled": (lambda policy: compile_to_onnx(fn, random=policy), want)}
     tests = len(paths) * len(POLICIES) * int(np.prod(np.shape(want)[1:], dtype=np.int64))
-    models = {}
+    raw_onnx_model = None  # the wrong-shape variants run on it (no noise inputs to size)
     for path, (make, reference) in paths.items():
         for policy in POLICIES:
             where = f"{path}, random={policy!r}"
@@ -249,20 +242,14 @@ def run_random_case(program: Program, backend: str = "python"):
             why = compare_samples(got, np.asarray(reference), tests)
             if why is not None:
                 return CaseResult("mismatch", path, f"{where}: {why}", program)
-            models[path, policy] = model
-    verdict = None
-    for what, data, changed in wrong_shape_variants(program):  # refused exactly when PyTensor refuses them
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            wrong = judge_wrong_shape(program, what, data, changed, raw_fn, models["raw", "onnx"])
-        if wrong is not None and wrong[0] == "mismatch":
-            wrong = _parameter_difference(program, data, changed, raw_fn, wrong)
-        if wrong is not None and (verdict is None or wrong[0] == "mismatch"):
-            verdict = wrong
-        if verdict is not None and verdict[0] == "mismatch":
-            break
-    if verdict is not None:
-        return CaseResult(verdict[0], "wrong-shape", verdict[1], program, verdict[2])
+            if (path, policy) == ("raw", "onnx"):
+                raw_onnx_model = model
+    with warnings.catch_warnings():  # inputs with one wrong dim: refused exactly when PyTensor refuses them
+        warnings.simplefilter("ignore")
+        wrong = check_wrong_shapes(program, raw_fn, raw_onnx_model, explain=lambda wrong_data, changed, verdict:
+                                   _parameter_difference(program, wrong_data, changed, raw_fn, verdict))
+    if wrong is not None:
+        return CaseResult(wrong[0], "wrong-shape", wrong[1], program, wrong[2])
     return CaseResult("match", "", "", program)
 
 

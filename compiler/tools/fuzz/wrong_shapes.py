@@ -72,22 +72,25 @@ def wrong_shape_variants(program) -> list[tuple[str, list, tuple[str, int]]]:
     return variants
 
 
-def check_wrong_shapes(program, reference_fn, model) -> tuple[str, str, str] | None:
+def check_wrong_shapes(program, reference_fn, model, explain=None) -> tuple[str, str, str] | None:
     """``(kind, detail, explanation)`` of the worst wrong-shape variant on
     which ``model`` (a ``CompiledModel`` of the graph as written) and
     ``reference_fn`` (PyTensor's function of it) disagree about refusing (a
     ``mismatch`` before a ``known``), else None (see the module docstring
-    for the classes)."""
+    for the classes). ``explain(data, changed, verdict)``, if given, may
+    turn a variant's mismatch into a family's own ``known`` class."""
     known = None
     for what, data, changed in wrong_shape_variants(program):
-        verdict = judge_wrong_shape(program, what, data, changed, reference_fn, model)
+        verdict = _judge(program, what, data, changed, reference_fn, model)
+        if explain is not None and verdict is not None and verdict[0] == "mismatch":
+            verdict = explain(data, changed, verdict)
         if verdict is not None and verdict[0] == "mismatch":
             return verdict
         known = known or verdict
     return known
 
 
-def judge_wrong_shape(program, what: str, data: list, changed: tuple[str, int], reference_fn,
+def _judge(program, what: str, data: list, changed: tuple[str, int], reference_fn,
                       model) -> tuple[str, str, str] | None:
     """``(kind, detail, explanation)`` of one wrong-shape variant (``data``,
     described by ``what``, input and axis ``changed``), None when the model

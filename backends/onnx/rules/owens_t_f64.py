@@ -43,7 +43,7 @@ import numpy as np
 
 from backends.onnx.rules.common import F64, I64
 from backends.onnx.rules.iterative_f64 import flat_args, on_subset
-from backends.onnx.rules.special_f64 import (PI, _erf_small, add, div, erfc, erfcx_ratio, exp_square, k, lt, mul,
+from backends.onnx.rules.special_f64 import (PI, add, div, erf_small, erfc, erfcx_ratio, exp_square, k, lt, mul,
                                              sub, where)
 from backends.onnx.rules.transcendental import atan_magnitude
 
@@ -126,7 +126,7 @@ def half_erf(c, x):
     """``erf(x/sqrt 2)/2`` for x >= 0 (Cephes ``owens_t_norm1``): Cephes'
     erf series below x/sqrt 2 = 1, ``1/2 - Q(x)`` above."""
     t = mul(c, x, k(c, SQRT_HALF))
-    small = mul(c, _erf_small(c, c.op("Min", t, k(c, 1.0))), k(c, 0.5))
+    small = mul(c, erf_small(c, c.op("Min", t, k(c, 1.0))), k(c, 0.5))
     return where(c, lt(c, t, 1.0), small, sub(c, k(c, 0.5), upper_tail(c, x)))
 
 

@@ -434,7 +434,8 @@ def exp_square(c, a, sign: float):
     return mul(c, c.op("Exp", mul(c, k(c, sign), mul(c, h, h))), c.op("Exp", mul(c, k(c, sign), lo)))
 
 
-def _erf_small(c, x):
+def erf_small(c, x):
+    """``erf(x)`` for |x| < 1: Cephes ``ndtr.c``'s rational form ``x T(x^2) / U(x^2)``."""
     z = mul(c, x, x)
     return div(c, mul(c, x, horner(c, z, ERF_T)), horner(c, z, ERF_U, leading_one=True))
 
@@ -463,7 +464,7 @@ def erfc(c, x):
     a = c.op("Abs", x)
     tail = mul(c, exp_square(c, a, -1.0), erfcx_ratio(c, c.op("Max", a, k(c, 1.0))))
     tail = where(c, c.op("Less", x, k(c, 0.0)), sub(c, k(c, 2.0), tail), tail)
-    return where(c, lt(c, a, 1.0), sub(c, k(c, 1.0), _erf_small(c, x)), tail)
+    return where(c, lt(c, a, 1.0), sub(c, k(c, 1.0), erf_small(c, x)), tail)
 
 
 def erfcx(c, x):
@@ -521,7 +522,7 @@ def _erfinv_central(c, y):
     w = c.op("Neg", c.op("Log", mul(c, sub(c, k(c, 1.0), y), add(c, k(c, 1.0), y))))
     x = mul(c, y, _giles(c, w))
     for _ in range(2):
-        f = sub(c, _erf_small(c, x), y)  # |x| < 0.48: erf's small-argument form
+        f = sub(c, erf_small(c, x), y)  # |x| < 0.48: erf's small-argument form
         fp = mul(c, k(c, TWO_OVER_SQRT_PI), exp_square(c, c.op("Abs", x), -1.0))
         x = sub(c, x, div(c, f, add(c, fp, mul(c, x, f))))
     return x

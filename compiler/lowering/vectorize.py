@@ -15,19 +15,23 @@ point of the option). The caller's graph is only read.
 
 from __future__ import annotations
 
+import functools
 from typing import Mapping
 
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import clone_replace, vectorize_graph
 from pytensor.graph.rewriting.basic import in2out, node_rewriter
-from pytensor.tensor.basic import Split, get_underlying_scalar_constant_value
+from pytensor.tensor.basic import Join, Split, arange, get_underlying_scalar_constant_value, join
 from pytensor.tensor.blockwise import Blockwise, _squeeze_left
 from pytensor.tensor.exceptions import NotScalarConstantError
+from pytensor.tensor.extra_ops import broadcast_to
+from pytensor.tensor.math import maximum
 from pytensor.tensor.rewriting.basic import local_join_of_alloc
 from pytensor.tensor.rewriting.blockwise import (local_blockwise_alloc, local_blockwise_alloc_inputs,
                                                  local_blockwise_reshape, local_useless_unbatched_blockwise)
 from pytensor.tensor.rewriting.subtensor import local_blockwise_inc_subtensor, local_blockwise_of_subtensor
 from pytensor.tensor.rewriting.subtensor_lift import local_subtensor_of_alloc
+from pytensor.tensor.subtensor import AdvancedIncSubtensor, AdvancedSubtensor
 from pytensor.graph.traversal import io_toposort
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.type import TensorType
@@ -113,15 +117,116 @@ def local_blockwise_split(fgraph, node):
     return Split(node.op.core_op.len_splits)(x, new_axis, first_sizes, return_list=True)
 
 
-# PyTensor's own rewrites of a Blockwise into the core op's batched form (leading full slices of
-# a (Inc)Subtensor, a larger Alloc, a Reshape) or into the core op (no batch dim), the Alloc
-# lifts that expose a shape broadcast over the batch (PyMC's vectorized shapes become
-# Blockwise(AllocEmpty) otherwise), and local_blockwise_split: vectorize_graph leaves these
-# Blockwise nodes, which would otherwise lower to a loop over the batch (local_blockwise_alloc_inputs
-# is "shape_unsafe" in PyTensor: an Alloc it drops would have checked a shape the model trusts)
-BATCHED_FORMS = (local_blockwise_inc_subtensor, local_blockwise_of_subtensor, local_blockwise_alloc,
+@node_rewriter([Blockwise])
+def local_blockwise_advanced_subtensor(fgraph, node):
+    """``Blockwise(AdvancedSubtensor)`` whose index inputs are all integer
+    arrays (``x[i, j]`` with batched ``i``/``j``: a categorical's
+    ``log_p[arange, y]`` once vectorized) as one ``AdvancedSubtensor`` of the
+    batched ``x``: each batch axis ``a`` of ``x`` is indexed by
+    ``arange(x.shape[a])`` shaped to broadcast along that axis only, and each
+    core index keeps its batch dims with length-1 axes inserted after them,
+    so core indices of different ranks still broadcast right-aligned among
+    themselves as NumPy's do. The advanced indices are then consecutive from
+    axis 0, so the result is ``batch + broadcast(core indices) + the rest of
+    x``: at batch element ``b``, ``x[b][i[b], j[b]]``, which is what
+    ``Blockwise`` stacks (a length-1 batch dim of ``x`` or an index
+    broadcasts, as in ``Blockwise``; out-of-range and negative indices act as
+    in the core op). Returns None (no rewrite) for boolean indices or a core
+    op that slices or inserts axes (its idx_list holds more than arrays).
+    """
+    core = node.op.core_op
+    if not isinstance(core, AdvancedSubtensor):
+        return None
+    x, *idxs = node.inputs
+    if not idxs or any(not i.type.dtype.startswith(("int", "uint")) for i in idxs):
+        return None
+    idx_list = getattr(core, "idx_list", None)  # PyTensor 3: slices and newaxis live there
+    if idx_list is not None and (len(idx_list) != len(idxs) or any(isinstance(e, slice) for e in idx_list)):
+        return None
+    batch_ndim = node.op.batch_ndim(node)
+    if not batch_ndim:
+        return None
+    core_ndims = [len(sig) for sig in node.op.inputs_sig[1:]]
+    widest = max(core_ndims)
+    batch_index = []
+    for axis in range(batch_ndim):
+        pattern = ["x"] * (batch_ndim + widest)
+        pattern[axis] = 0
+        batch_index.append(arange(x.shape[axis]).dimshuffle(pattern))
+    core_index = [i.dimshuffle(*range(batch_ndim), *["x"] * (widest - n), *range(batch_ndim, batch_ndim + n))
+                  for i, n in zip(idxs, core_ndims)]
+    return [x[(*batch_index, *core_index)]]
+
+
+@node_rewriter([Blockwise])
+def local_blockwise_join(fgraph, node):
+    """``Blockwise(Join)`` with a constant ``axis`` (the gradient of a
+    vectorized ``concatenate``) as one ``Join`` along ``axis + batch_ndim``
+    (a negative axis counts from the end and stays) of the inputs broadcast
+    to their common batch shape (``broadcast_shape`` of the batch dims, a
+    run-time length 1 included, as ``Blockwise`` broadcasts; inputs whose
+    static batch shape is already it are left alone). Returns None (no
+    rewrite) for a batched or non-constant axis.
+    """
+    if not isinstance(node.op.core_op, Join):
+        return None
+    batch_ndim = node.op.batch_ndim(node)
+    axis, *tensors = node.inputs
+    if not batch_ndim or not all(axis.type.broadcastable):
+        return None
+    try:
+        core_axis = int(get_underlying_scalar_constant_value(_squeeze_left(axis, axis.type.ndim)))
+    except NotScalarConstantError:
+        return None
+    batch = node.outputs[0].type.shape[:batch_ndim]
+    if None in batch or any(t.type.shape[:batch_ndim] != batch for t in tensors):
+        common = [_common_dim([t for t in tensors if not t.type.broadcastable[a]], a) for a in range(batch_ndim)]
+        tensors = [broadcast_to(t, (*common, *tuple(t.shape)[batch_ndim:])) for t in tensors]
+    return [join(core_axis if core_axis < 0 else core_axis + batch_ndim, *tensors)]
+
+
+def _common_dim(tensors: list, axis: int):
+    """The broadcast length of axis ``axis`` over ``tensors`` (those whose
+    axis is not statically 1): a static length if one has it, else the
+    largest run-time length, which is the broadcast length wherever the
+    lengths broadcast (each is 1 or that length); where they do not,
+    ``Blockwise`` raises and so does the ``Expand`` that broadcasts to it.
+    1 when every axis is statically 1."""
+    static = [t.type.shape[axis] for t in tensors if t.type.shape[axis] is not None]
+    if static:
+        return static[0]
+    if not tensors:
+        return 1
+    dims = [t.shape[axis] for t in tensors]
+    return functools.reduce(maximum, dims)
+
+
+@node_rewriter([Blockwise])
+def local_blockwise_inc_subtensor_same_rank(fgraph, node):
+    """PyTensor's ``local_blockwise_inc_subtensor``, except where the core
+    op is an ``AdvancedIncSubtensor`` whose index arrays differ in rank:
+    there PyTensor 2.38 and 3.0 pad the lower-rank indices with length-1
+    axes on the right, after their core dims, so ``x[i, j] += y`` with
+    ``i`` of shape (5,) and ``j`` of shape (2, 5) no longer broadcasts
+    (``i`` becomes (B, 5, 1)); that ``Blockwise`` keeps its loop, which is
+    right. Returns None (no rewrite) there, else PyTensor's result."""
+    core = node.op.core_op
+    if isinstance(core, AdvancedIncSubtensor) and len({len(sig) for sig in node.op.inputs_sig[2:]}) > 1:
+        return None
+    return local_blockwise_inc_subtensor.transform(fgraph, node)
+
+
+# vectorize_graph leaves Blockwise nodes that would lower to a loop over the batch. These rewrite
+# them into the core op's batched form: PyTensor's own (leading full slices of a (Inc)Subtensor,
+# a larger Alloc, a Reshape, the core op itself where there is no batch dim, and the Alloc lifts
+# that expose a shape broadcast over the batch: PyMC's vectorized shapes become
+# Blockwise(AllocEmpty) otherwise; local_blockwise_inc_subtensor behind a guard) and ours (Split,
+# Join, AdvancedSubtensor). local_blockwise_alloc_inputs is "shape_unsafe" in PyTensor: an Alloc
+# it drops would have checked a shape the model trusts.
+BATCHED_FORMS = (local_blockwise_inc_subtensor_same_rank, local_blockwise_of_subtensor, local_blockwise_alloc,
                  local_useless_unbatched_blockwise, local_blockwise_alloc_inputs, local_blockwise_reshape,
-                 local_subtensor_of_alloc, local_join_of_alloc, local_blockwise_split)
+                 local_subtensor_of_alloc, local_join_of_alloc, local_blockwise_split, local_blockwise_join,
+                 local_blockwise_advanced_subtensor)
 
 
 def _batched_forms(outputs: list) -> list:

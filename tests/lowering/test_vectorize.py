@@ -178,3 +178,96 @@ def test_a_split_of_an_unbatched_input_by_batched_sizes_stays_a_loop():
     got = compiled.run(*values)[0]
     for b in range(3):
         np.testing.assert_allclose(got[b], reference(values[0], values[1][b])[0], rtol=1e-13, atol=1e-14)
+
+
+def _no_loop_rows(inputs, outputs, values, vectorize):
+    """Compile with ``vectorize`` (no ``SlowFormWarning``: no loop over the
+    batch), check that no ``Loop`` is left and that row ``b`` of every output
+    equals the single-point graph at the batched inputs' row ``b``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SlowFormWarning)
+        compiled = compile_to_onnx(inputs, outputs=outputs, vectorize=vectorize)
+    assert "Loop" not in _op_types(compiled.model)
+    batched = [v.name in vectorize for v in inputs]
+    reference = pytensor.function(inputs, outputs, mode=REFERENCE_MODE)
+    got = compiled.run(*values)
+    rows = next(v.shape[0] for v, b in zip(values, batched) if b)
+    for b in range(rows):
+        want = reference(*(v[b] if is_b else v for v, is_b in zip(values, batched)))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g[b], w, rtol=1e-13, atol=1e-14)
+    return compiled
+
+
+def _index_values(batched, shapes):
+    """x (3, 4) and int64 indices of ``shapes`` (negative ones included, all
+    in range), four rows of each name in ``batched``."""
+    values = [RNG.normal(size=(3, 4))] + [RNG.integers(-3 + k, 3, size=s) for k, s in enumerate(shapes)]
+    names = "xij"[:len(values)]
+    return [np.stack([v + k if n == "x" else np.roll(v, k) for k in range(4)]) if n in batched else v
+            for v, n in zip(values, names)]
+
+
+@pytest.mark.parametrize("batched", [("x", "i", "j"), ("i",), ("x", "j")])
+def test_advanced_indexing_by_batched_index_arrays_is_one_gather_not_a_loop(batched):
+    """``local_blockwise_advanced_subtensor``: ``x[i, j]`` with batched
+    index arrays of different core ranks (broadcast right-aligned), negative
+    indices and an unbatched operand, as a categorical's ``log_p[arange, y]``
+    becomes once vectorized."""
+    x, i, j = pt.dmatrix("x"), pt.lvector("i"), pt.lmatrix("j")
+    picked = x[i, j]  # i: (5,), j: (2, 5) -> (2, 5)
+    outputs = [picked, (picked ** 2).sum()]
+    _no_loop_rows([x, i, j], outputs, _index_values(batched, [(5,), (2, 5)]), {n: "points" for n in batched})
+
+
+@pytest.mark.parametrize("batched", [("x", "i", "j"), ("i",)])
+def test_the_gradient_of_batched_advanced_indexing_has_no_loop(batched):
+    """With index arrays of one rank the gradient's ``AdvancedIncSubtensor``
+    is batched too (PyTensor's ``local_blockwise_inc_subtensor``)."""
+    x, i, j = pt.dmatrix("x"), pt.lvector("i"), pt.lvector("j")
+    logp = (x[i, j] ** 3).sum()
+    outputs = [logp, pytensor.grad(logp, x)]
+    _no_loop_rows([x, i, j], outputs, _index_values(batched, [(5,), (5,)]), {n: "points" for n in batched})
+
+
+def test_a_batched_increment_by_index_arrays_of_two_ranks_keeps_its_loop():
+    """Does not fire (``local_blockwise_inc_subtensor_same_rank``): PyTensor
+    pads the lower-rank index on the wrong side there, so the loop stays,
+    and its rows are right."""
+    x, i, j = pt.dmatrix("x"), pt.lvector("i"), pt.lmatrix("j")
+    outputs = [pt.inc_subtensor(x[i, j], 1.0)]
+    with pytest.warns(SlowFormWarning, match="AdvancedIncSubtensor"):
+        compiled = compile_to_onnx([x, i, j], outputs=outputs, vectorize={"j": "points"})
+    values = _index_values(("j",), [(5,), (2, 5)])
+    got = compiled.run(*values)[0]
+    reference = pytensor.function([x, i, j], outputs, mode=REFERENCE_MODE)
+    for b in range(4):
+        np.testing.assert_allclose(got[b], reference(values[0], values[1], values[2][b])[0], rtol=1e-13)
+
+
+def test_advanced_indexing_with_a_boolean_index_keeps_its_loop():
+    """Does not fire: a boolean core index (its ``nonzero`` could differ per
+    point) keeps the ``Blockwise`` loop, and its rows are right."""
+    x, mask = pt.dvector("x"), pt.bvector("mask")
+    outputs = [x[mask.astype(bool)].sum()]
+    with pytest.warns(SlowFormWarning):
+        compiled = compile_to_onnx([x, mask], outputs=outputs, vectorize={"mask": "points"})
+    assert "Loop" in _op_types(compiled.model)
+    values = [RNG.normal(size=5), np.array([[1, 0, 1, 0, 0], [0, 1, 0, 1, 0]], dtype=np.int8)]  # one count per row
+    got = compiled.run(*values)[0]
+    reference = pytensor.function([x, mask], outputs, mode=REFERENCE_MODE)
+    for b in range(2):
+        np.testing.assert_allclose(got[b], reference(values[0], values[1][b])[0], rtol=1e-13)
+
+
+@pytest.mark.parametrize("axis", [0, -1])
+def test_a_join_of_batched_and_unbatched_parts_is_one_concat_not_a_loop(axis):
+    """``local_blockwise_join``: a concatenation of a batched part, an
+    unbatched constant (broadcast over the batch) and a slice whose batch
+    dim is known only at run time, along a core axis; with the gradient
+    (the ``Join`` of a random walk's innovations)."""
+    x = pt.dvector("x")
+    walk = pt.concatenate([x[:1], pt.constant(np.array([0.5, -1.0])), pt.cumsum(x[1:])], axis=axis)
+    logp = -(walk ** 2).sum()
+    outputs = [walk, logp, pytensor.grad(logp, x)]
+    _no_loop_rows([x], outputs, [RNG.normal(size=(5, 4))], {"x": "points"})

@@ -1,4 +1,4 @@
-"""Solve (gen, sym, pos), CholeskySolve, MatrixInverse, Det and SLogDet
+"""Solve (gen, sym, pos, tridiagonal, banded), CholeskySolve, MatrixInverse, Det and SLogDet
 (``rules/solvers.py`` on ``rules/matrix_loops.py``) against SciPy/NumPy:
 float64 and float32, static sizes (the loop unrolled by ``scan-unroll``)
 and symbolic ones (an ONNX Loop), batched ``Blockwise`` forms with
@@ -62,6 +62,47 @@ def only_triangle(a, lower):
     junk = np.triu(RNG.normal(size=a.shape), 1)
     junk[0, -1] = np.inf
     return np.tril(a) + junk if lower else np.triu(a) + junk.T
+
+
+def banded(n, lower, upper, cond=10.0):
+    """``general(n, cond)`` with every entry outside ``lower`` subdiagonals
+    and ``upper`` superdiagonals set to 0."""
+    i, j = np.indices((n, n))
+    return np.where((i - j <= lower) & (j - i <= upper), general(n, cond), 0.0)
+
+
+@pytest.mark.parametrize("n", [6, None])
+@pytest.mark.parametrize("assume_a", ["tridiagonal", "banded"])
+def test_tridiagonal_and_banded_solve_match_scipy(n, assume_a):
+    """"tridiagonal" reads only the three central diagonals (NaN elsewhere is
+    ignored, as by ``gtsv``); "banded" solves the band SciPy finds; both
+    pivot, so a zero on the diagonal is no failure; a singular band is NaN."""
+    a, b = matrix("a", n), pt.tensor("b", dtype="float64", shape=(n, 2))
+    compiled = compile_to_onnx([a, b], outputs=[pt.linalg.solve(a, b, assume_a=assume_a)])
+    b_value = RNG.normal(size=(6, 2))
+    for lower, upper in [(1, 1), (2, 1), (0, 3)] if assume_a == "banded" else [(1, 1)]:
+        a_value = banded(6, lower, upper)
+        if lower:
+            a_value[0, 0] = 0.0  # partial pivoting needed (a triangular band would be singular)
+        want = scipy.linalg.solve(a_value, b_value, assume_a=assume_a)
+        given = a_value.copy()
+        if assume_a == "tridiagonal":
+            given[0, 3], given[5, 1] = np.nan, 7.0  # off the band: not read
+        (got,) = compiled.run(given, b_value)
+        assert_normwise(got, want, 1e-13)
+    singular = banded(6, 1, 1)
+    singular[:, 2] = 0.0
+    (got,) = compiled.run(singular, b_value)
+    assert np.isnan(got).all()
+
+
+def test_batched_tridiagonal_solve_broadcasts():
+    a, b = matrix("a", 4, batch=(3,)), pt.tensor("b", dtype="float64", shape=(1, 4))
+    compiled = compile_to_onnx([a, b], outputs=[pt.linalg.solve(a, b, assume_a="tridiagonal", b_ndim=1)])
+    a_value, b_value = np.stack([banded(4, 1, 1) for _ in range(3)]), RNG.normal(size=(1, 4))
+    (got,) = compiled.run(a_value, b_value)
+    for k in range(3):
+        assert_normwise(got[k], scipy.linalg.solve(a_value[k], b_value[0], assume_a="tridiagonal"), 1e-13)
 
 
 def test_solve_checked_against_pytensor_float32_and_gradient():

@@ -1,6 +1,6 @@
 """Lowering of the linear solvers and determinants PyMC models use, on LU
 with partial pivoting and Cholesky (``matrix_loops.py``): ``Solve``
-(``assume_a`` "gen", "sym"/"her", "pos"), ``CholeskySolve``,
+(``assume_a`` "gen", "sym"/"her", "pos", "tridiagonal", "banded"), ``CholeskySolve``,
 ``MatrixInverse``, ``Det``, ``SLogDet``, and their ``Blockwise`` forms
 (batch dims broadcast, as in NumPy gufuncs).
 
@@ -16,6 +16,14 @@ Semantics (the PyTensor ops' ``perform``):
   below). Singular: NaN as above.
 - ``Solve`` "pos": Cholesky of the ``lower`` (or upper) triangle and two
   triangular solves (``posv``); not positive definite: NaN.
+- ``Solve`` "tridiagonal": ``scipy.linalg.solve`` reads only the three
+  central diagonals (``gtsv``: LU with partial pivoting on them); here LU
+  with partial pivoting of ``a`` with every other entry set to 0, which
+  picks the same pivots (the entries a pivot search could see outside the
+  band are 0). Singular: NaN as above.
+- ``Solve`` "banded": SciPy finds the bandwidth from the nonzero entries
+  and solves with ``gbsv`` (partial pivoting within the band): the "gen"
+  solve here, whose pivot search sees the same candidates.
 - ``CholeskySolve(c, b)``: ``potrs``: two triangular solves with the factor
   ``c`` (``lower``); a zero on its diagonal gives Inf/NaN, never an error.
 - ``MatrixInverse``: ``np.linalg.inv`` (``gesv`` with the identity);
@@ -67,6 +75,15 @@ def _symmetric(ctx: LoweringContext, a: Value, lower: bool) -> Value:
     return ctx.add("where", [keep, a, matrix_transpose(ctx, a)])
 
 
+def _tridiagonal_part(ctx: LoweringContext, a: Value) -> Value:
+    """``a`` with every entry off its three central diagonals set to 0 (what
+    ``gtsv`` reads of it; a NaN or Inf elsewhere is not read)."""
+    rows = positions(ctx, a)
+    offset = ctx.add("abs", [ctx.add("sub", [unsq(ctx, rows, 1), rows])])
+    band = ctx.add("le", [offset, ctx.scalar(1, offset.dtype)])
+    return ctx.add("where", [band, a, ctx.scalar(0, a.dtype)])
+
+
 def lu_solve(ctx: LoweringContext, a: Value, b: Value) -> Value:
     """``x`` with ``a @ x == b`` (``(..., n, n)``, ``(..., n, k)``) by LU with
     partial pivoting; all NaN per system with a zero pivot."""
@@ -99,8 +116,13 @@ def _solve_rule(ctx: LoweringContext, node, args: list[Value]) -> Value:
         x = lu_solve(ctx, _symmetric(ctx, a, op.lower), b)
     elif op.assume_a == "pos":
         x = spd_solve(ctx, a, b, op.lower)
+    elif op.assume_a == "tridiagonal":
+        x = lu_solve(ctx, _tridiagonal_part(ctx, a), b)
+    elif op.assume_a == "banded":
+        x = lu_solve(ctx, a, b)
     else:
-        raise Unsupported(f"Solve with assume_a={op.assume_a!r} (lowered: 'gen', 'sym', 'her', 'pos')")
+        raise Unsupported(f"Solve with assume_a={op.assume_a!r} "
+                          "(lowered: 'gen', 'sym', 'her', 'pos', 'tridiagonal', 'banded')")
     return _from_matrix_rhs(ctx, x, op.b_ndim)
 
 

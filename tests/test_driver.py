@@ -229,6 +229,25 @@ def test_run_checks_every_new_dtype_and_shape_once_and_skips_repeats(monkeypatch
         compiled.run(np.ones((2, 5)), np.ones(3))
 
 
+def test_run_feeds_onnxruntimes_cxx_session_directly():
+    """``run`` calls the C++ session under ``InferenceSession`` (its checks
+    are ``run``'s own); if onnxruntime renames it, ``run`` falls back to
+    ``InferenceSession.run`` silently, so this fails instead."""
+    x = pt.dvector("x")
+    compiled = compile_to_onnx([x], outputs=[x * 2.0])
+    engine = compiled.session._sess
+    calls = []
+
+    class Spy:
+        def run(self, *args):
+            calls.append(args[0])
+            return engine.run(*args)
+
+    compiled.session._sess = Spy()
+    np.testing.assert_array_equal(compiled.run(np.ones(2))[0], [2.0, 2.0])
+    assert calls == [compiled.output_names]
+
+
 # -- shared variables ------------------------------------------------------------------
 def test_bake_shared_makes_named_initializers():
     x, a, b, y = _affine()

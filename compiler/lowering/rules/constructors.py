@@ -10,8 +10,8 @@
 from __future__ import annotations
 
 from pytensor.tensor.extra_ops import FillDiagonal, FillDiagonalOffset
-from pytensor.tensor.slinalg import BlockDiagonal
 
+from compiler.lowering.compat import BlockDiagonal
 from compiler.lowering.context import ir_dtype
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.indexing import INT64, dim_of, int64_scalar, int64_value, int64_vector

@@ -21,12 +21,12 @@ from typing import Mapping
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import clone_replace, vectorize_graph
 from pytensor.graph.rewriting.basic import in2out, node_rewriter
-from pytensor.tensor.basic import Join, Split, arange, get_underlying_scalar_constant_value, join
+from pytensor.tensor.basic import AllocDiag, Join, Split, alloc_diag, arange, get_underlying_scalar_constant_value, join
 from pytensor.tensor.blockwise import Blockwise, _squeeze_left
 from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.extra_ops import broadcast_to
 from pytensor.tensor.math import maximum
-from pytensor.tensor.rewriting.basic import local_join_of_alloc
+from pytensor.tensor.rewriting.basic import local_dimshuffle_alloc, local_elemwise_alloc, local_join_of_alloc
 from pytensor.tensor.rewriting.blockwise import (local_blockwise_alloc, local_blockwise_alloc_inputs,
                                                  local_blockwise_reshape, local_useless_unbatched_blockwise)
 from pytensor.tensor.rewriting.subtensor import local_blockwise_inc_subtensor, local_blockwise_of_subtensor
@@ -216,17 +216,38 @@ def local_blockwise_inc_subtensor_same_rank(fgraph, node):
     return local_blockwise_inc_subtensor.transform(fgraph, node)
 
 
+@node_rewriter([Blockwise])
+def local_blockwise_alloc_diag(fgraph, node):
+    """``Blockwise(AllocDiag)`` as one ``AllocDiag`` of the batched input
+    with its diagonal axes moved past the batch dims (a negative axis counts
+    from the end and stays): ``AllocDiag`` already treats every axis of its
+    input but the last as a leading dim it keeps, in order, so batch dims
+    stay in front and the core's other dims where they were."""
+    core = node.op.core_op
+    if not isinstance(core, AllocDiag):
+        return None
+    batch_ndim = node.op.batch_ndim(node)
+    if not batch_ndim:
+        return None
+    axis1, axis2 = (a if a < 0 else a + batch_ndim for a in (core.axis1, core.axis2))
+    return [alloc_diag(node.inputs[0], offset=core.offset, axis1=axis1, axis2=axis2)]
+
+
 # vectorize_graph leaves Blockwise nodes that would lower to a loop over the batch. These rewrite
 # them into the core op's batched form: PyTensor's own (leading full slices of a (Inc)Subtensor,
 # a larger Alloc, a Reshape, the core op itself where there is no batch dim, and the Alloc lifts
 # that expose a shape broadcast over the batch: PyMC's vectorized shapes become
-# Blockwise(AllocEmpty) otherwise; local_blockwise_inc_subtensor behind a guard) and ours (Split,
-# Join, AdvancedSubtensor). local_blockwise_alloc_inputs is "shape_unsafe" in PyTensor: an Alloc
-# it drops would have checked a shape the model trusts.
+# Blockwise(AllocEmpty) otherwise; local_blockwise_inc_subtensor behind a guard; the Alloc lifts
+# through Elemwise and DimShuffle, so a scalar computed from shapes that vectorize_graph broadcast
+# over the batch, such as an ARange's stop, reaches the Blockwise as an Alloc that
+# local_blockwise_alloc_inputs removes) and ours (Split, Join, AdvancedSubtensor, AllocDiag).
+# local_blockwise_alloc_inputs and local_elemwise_alloc are "shape_unsafe" in PyTensor: an Alloc
+# they drop would have checked a shape the model trusts.
 BATCHED_FORMS = (local_blockwise_inc_subtensor_same_rank, local_blockwise_of_subtensor, local_blockwise_alloc,
                  local_useless_unbatched_blockwise, local_blockwise_alloc_inputs, local_blockwise_reshape,
-                 local_subtensor_of_alloc, local_join_of_alloc, local_blockwise_split, local_blockwise_join,
-                 local_blockwise_advanced_subtensor)
+                 local_subtensor_of_alloc, local_join_of_alloc, local_elemwise_alloc, local_dimshuffle_alloc,
+                 local_blockwise_split, local_blockwise_join, local_blockwise_advanced_subtensor,
+                 local_blockwise_alloc_diag)
 
 
 def _batched_forms(outputs: list) -> list:

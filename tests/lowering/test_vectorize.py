@@ -271,3 +271,36 @@ def test_a_join_of_batched_and_unbatched_parts_is_one_concat_not_a_loop(axis):
     logp = -(walk ** 2).sum()
     outputs = [walk, logp, pytensor.grad(logp, x)]
     _no_loop_rows([x], outputs, [RNG.normal(size=(5, 4))], {"x": "points"})
+
+
+SHAPE_DERIVED = {
+    "arange_of_a_diag_shape": lambda x: [pt.arange(pt.diag(x).shape[0]) * x],
+    "diag_indexed_by_aranges": lambda x: [pt.diag(pt.exp(x))[pt.arange(x.shape[0]), pt.arange(x.shape[0])]],
+    "set_subtensor_to_a_shape": lambda x: [pt.set_subtensor(pt.zeros((x.shape[0], x.shape[0]))[:, : pt.diag(x).shape[0] - 1],
+                                                            1.0) * x],
+    "diag_of_rows": lambda x: [(pt.diag(pt.exp(x)) @ pt.outer(x, x)).sum(), pt.diag(pt.outer(x, x).sum(0))],
+}
+
+
+@pytest.mark.parametrize("case", list(SHAPE_DERIVED))
+def test_shape_derived_sizes_and_diagonals_are_batched_not_looped(case):
+    """``AllocDiag`` (``local_blockwise_alloc_diag``) and sizes computed
+    from a batched value's shape, which ``vectorize_graph`` broadcasts over
+    the batch (the Alloc lifts, then ``local_blockwise_alloc_inputs``), as
+    PyMC's LKJ graphs hold them: no loop over the batch, rows equal."""
+    x = pt.dvector("x")
+    _no_loop_rows([x], SHAPE_DERIVED[case](x), [RNG.normal(size=(3, 4))], {"x": "points"})
+
+
+def test_an_arange_of_a_batched_length_keeps_its_loop():
+    """Does not fire: a stop computed from the point's values (equal here,
+    as ``Blockwise`` needs) is batched, so its ``ARange`` stays a loop."""
+    x = pt.dvector("x")
+    outputs = [pt.arange(pt.second(x, 1.0).sum().astype("int64")) * x]
+    with pytest.warns(SlowFormWarning, match="ARange"):
+        compiled = compile_to_onnx([x], outputs=outputs, vectorize={"x": "points"})
+    values = RNG.normal(size=(3, 4))
+    got = compiled.run(values)[0]
+    reference = pytensor.function([x], outputs, mode=REFERENCE_MODE)
+    for b in range(3):
+        np.testing.assert_allclose(got[b], reference(values[b])[0], rtol=1e-13)

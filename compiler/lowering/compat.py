@@ -41,11 +41,12 @@ IS_PYTENSOR_3 = PYTENSOR_VERSION >= (3, 0)
 SCAN_PREALLOC_TAG = "scan_reduce_trace_prealloc" if IS_PYTENSOR_3 else "scan_save_mem_prealloc"
 
 if IS_PYTENSOR_3:
-    from pytensor.tensor.linalg import (QR, BlockDiagonal, Cholesky, CholeskySolve, Det, Expm, MatrixInverse,
-                                        SLogDet, Solve, SolveTriangular)
+    from pytensor.tensor.linalg import (LU, QR, BlockDiagonal, Cholesky, CholeskySolve, Det, Expm, LUFactor,
+                                        MatrixInverse, PivotToPermutations, SLogDet, Solve, SolveTriangular)
 else:
     from pytensor.tensor.nlinalg import Det, MatrixInverse, SLogDet
-    from pytensor.tensor.slinalg import QR, BlockDiagonal, Cholesky, CholeskySolve, Expm, Solve, SolveTriangular
+    from pytensor.tensor.slinalg import (LU, QR, BlockDiagonal, Cholesky, CholeskySolve, Expm, LUFactor,
+                                         PivotToPermutations, Solve, SolveTriangular)
 
 SoftmaxGrad = getattr(_special, "SoftmaxGrad", None)
 SOFTMAX_OVER_LENGTH_ONE = {"softmax": 1.0, "log_softmax": -0.0} if IS_PYTENSOR_3 else None
@@ -73,6 +74,6 @@ def inner_graph(op):
     return getattr(op, "fgraph", None)
 
 
-__all__ = ["BlockDiagonal", "Cholesky", "CholeskySolve", "Det", "Expm", "IS_PYTENSOR_3", "Iv", "MatrixInverse", "PYTENSOR_VERSION",
-           "QR", "SCAN_PREALLOC_TAG", "SLogDet", "SOFTMAX_OVER_LENGTH_ONE", "SoftmaxGrad", "Solve", "SolveTriangular",
+__all__ = ["BlockDiagonal", "Cholesky", "CholeskySolve", "Det", "Expm", "IS_PYTENSOR_3", "Iv", "LU", "LUFactor",
+           "MatrixInverse", "PYTENSOR_VERSION", "PivotToPermutations", "QR", "SCAN_PREALLOC_TAG", "SLogDet", "SOFTMAX_OVER_LENGTH_ONE", "SoftmaxGrad", "Solve", "SolveTriangular",
            "XlogX", "XlogY0", "inner_graph", "scalar_op_key"]

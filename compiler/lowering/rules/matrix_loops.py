@@ -38,7 +38,7 @@ condition number (tests: 1e-12 relative on well-conditioned matrices).
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -186,24 +186,39 @@ def triangular_loop(ctx: LoweringContext, a: Value, b: Value, *, lower: bool, un
 
 
 # -- LU with partial pivoting --------------------------------------------------------
-def lu_loop(ctx: LoweringContext, a: Value, rhs: Value | None = None) -> tuple[Value, Value, Value | None]:
-    """LU with partial pivoting of ``a`` (``(..., n, n)``; module docstring).
+class LUFactors(NamedTuple):
+    """What ``lu_loop`` returns: the factors packed as LAPACK's ``getrf``
+    stores them (unit lower factor below the diagonal, upper factor on and
+    above it), the number of row exchanges (``i64``, ``(..., 1)``),
+    ``L^-1 P rhs`` when a right-hand side was given, and, when asked for,
+    the pivots (``getrf``'s ``ipiv``, 0-based, ``i64 (..., n)``) and the
+    row order they make (``i64 (..., n)``: ``a[..., order, :] == L U``)."""
+    lu: Value
+    swaps: Value
+    rhs: Value | None = None
+    pivots: Value | None = None
+    order: Value | None = None
 
-    Returns:
-        ``(lu, swaps, rhs)``: the factors packed as LAPACK's ``getrf``
-        stores them (unit lower factor below the diagonal, upper factor on
-        and above it), the number of row exchanges (``i64``, ``(..., 1)``)
-        and, when ``rhs`` (``(..., n, k)``, batch dims already broadcast
-        with ``a``'s) is given, ``L^-1 P rhs`` (else None).
-    """
+
+def lu_loop(ctx: LoweringContext, a: Value, rhs: Value | None = None, pivots: bool = False) -> LUFactors:
+    """LU with partial pivoting of ``a`` (``(..., n, n)``; module docstring);
+    ``rhs`` (``(..., n, k)``, batch dims already broadcast with ``a``'s)
+    gets the same row exchanges and elimination; ``pivots`` asks for the
+    pivots and the row order too (``LUFactors``)."""
     rows = positions(ctx, a)
     swaps = ctx.add("expand", [ctx.scalar(0, INT64), ctx.add("concat", [
         ctx.add("slice", [shape_of(ctx, a), ctx.i64([0]), ctx.i64([a.rank - 2]), ctx.i64([1])], {"axes": [0]}),
         ctx.i64([1])], {"axis": 0})])
     carried = [a, swaps] + ([rhs] if rhs is not None else [])
+    if pivots:
+        first = ctx.add("expand", [rows, ctx.add("slice", [shape_of(ctx, a), ctx.i64([0]), ctx.i64([a.rank - 1]),
+                                                          ctx.i64([1])], {"axes": [0]})])
+        carried += [first, first]  # pivots (each step writes its own), row order
 
     def step(c: LoweringContext, j: Value, state: list, invariant: list) -> list:
         M, s, *rest = state
+        if pivots:
+            *rest, ipiv, order = rest
         (r,) = invariant
         col = column(c, M, j)  # (..., n)
         cand = c.add("where", [c.add("ge", [r, j]), c.add("abs", [col]), c.scalar(-1, M.dtype)])
@@ -236,10 +251,22 @@ def lu_loop(ctx: LoweringContext, a: Value, rhs: Value | None = None) -> tuple[V
             B, brow = swap(B)
             B = c.add("where", [below, c.add("sub", [B, c.add("mul", [l, brow])]), B])
             out.append(B)
+        if pivots:
+            at_j, at_p = c.add("eq", [r, j]), c.add("eq", [r, p])  # (n,), (..., n)
+            zero = c.scalar(0, INT64)
+            order_j = c.add("gather", [order, unsq(c, j, 0)], {"axis": order.rank - 1})  # (..., 1)
+            order_p = c.add("reduce_sum", [c.add("where", [at_p, order, zero])], {"axes": [order.rank - 1],
+                                                                                  "keepdims": True})
+            out += [c.add("where", [at_j, p, ipiv]),
+                    c.add("where", [at_j, order_p, c.add("where", [at_p, order_j, order])])]
         return out
 
     results = run_steps(ctx, size_of(ctx, a), carried, [rows], step)
-    return results[0], results[1], (results[2] if rhs is not None else None)
+    lu, swaps, *rest = results
+    if pivots:
+        *rest, ipiv, order = rest
+        return LUFactors(lu, swaps, rest[0] if rest else None, ipiv, order)
+    return LUFactors(lu, swaps, rest[0] if rest else None)
 
 
 def broadcast_batch(ctx: LoweringContext, a: Value, b: Value, core_b: int) -> tuple[Value, Value]:

@@ -88,7 +88,7 @@ def lu_solve(ctx: LoweringContext, a: Value, b: Value) -> Value:
     """``x`` with ``a @ x == b`` (``(..., n, n)``, ``(..., n, k)``) by LU with
     partial pivoting; all NaN per system with a zero pivot."""
     a, b = broadcast_batch(ctx, a, b, 2)
-    lu, _, y = lu_loop(ctx, a, b)
+    lu, _, y = lu_loop(ctx, a, b)[:3]
     return solve_triangular(ctx, lu, y, lower=False, unit_diagonal=False, b_ndim=2)
 
 
@@ -140,7 +140,7 @@ def _inverse_rule(ctx: LoweringContext, node, args: list[Value]) -> Value:
 
 def _slogdet(ctx: LoweringContext, a: Value) -> tuple[Value, Value]:
     """``(sign, log|det|)`` of ``a`` (``(..., n, n)``), each ``(...)``."""
-    lu, swaps, _ = lu_loop(ctx, a)
+    lu, swaps = lu_loop(ctx, a)[:2]
     u = diagonal(ctx, lu, positions(ctx, a))  # (..., n)
     last = u.rank - 1
     logdet = ctx.add("reduce_sum", [ctx.add("log", [ctx.add("abs", [u])])], {"axes": [last], "keepdims": False})

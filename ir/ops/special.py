@@ -169,6 +169,12 @@ for _name, _fn in (BINARY_SPECIAL | TERNARY_SPECIAL).items():
                    doc=f"scipy.special.{_name} with broadcasting (PyTensor {_name})"))
 
 
+# Gauss hypergeometric function 2F1(a, b; c; x), real arguments: SciPy's values (Cephes hyp2f1.c;
+# inf for x > 1 unless a polynomial; backends/onnx/rules/hyp2f1_f64.py states what it leaves out).
+register(OpDef("hyp2f1", _binary_special_infer("hyp2f1"), lambda args, attrs: [_in_dtype2(sp.hyp2f1)(*args)], 4,
+               traits={ELEMENTWISE, BROADCASTING, TOTAL}, doc="scipy.special.hyp2f1 with broadcasting (PyTensor Hyp2F1)"))
+
+
 def _polygamma_infer(types, attrs, consts):
     check_dtype(types[0], "f", "polygamma")
     return [types[0]]

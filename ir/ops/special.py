@@ -22,6 +22,9 @@ measured bounds; NaN where a series would need over 2,000 terms).
 bound of ``backends/onnx/rules/owens_t_f64.py`` (Patefield & Tandy).
 ``betainc`` (ternary, broadcasting) is SciPy's I_x(a, b) to the bound of
 ``backends/onnx/rules/incbeta_f64.py`` (Cephes ``incbet``).
+``hyp2f1`` (four arguments, broadcasting) is SciPy's real 2F1(a, b; c; z)
+by Cephes ``hyp2f1.c`` (``backends/onnx/rules/hyp2f1_f64.py``: inf for
+z > 1 unless a polynomial; its error is SciPy's, ``docs/numerics.md``).
 ``gammaincinv``/``gammainccinv`` (binary, broadcasting) are SciPy's inverses
 in x of P and Q (``backends/onnx/rules/incinv_f64.py``), NaN where SciPy
 returns a number off its domain (``_gamma_inverse``).

@@ -189,18 +189,34 @@ def _pow(c, base, e):
     return c.op("Pow", base, e)
 
 
+def _inner_args(c, a, b, cc, x):
+    """``(a, b, mult)`` of Cephes' recursive ``hyp2f1`` call at |x| < 1/2 where
+    c - a or c - b is a non-positive integer and c - a - b >= 0 (its ``hypf``:
+    Euler's transformation to a polynomial; 1/x's inner calls meet it for
+    integer a or b), else ``(a, b, 1)``."""
+    d = sub(c, sub(c, cc, a), b)
+    hypf = _and(c, _or(c, _nonpositive_int(c, sub(c, cc, a)), _nonpositive_int(c, sub(c, cc, b))),
+                c.op("GreaterOrEqual", d, k(c, 0.0)))
+    mult = where(c, hypf, _pow(c, sub(c, k(c, 1.0), x), d), add(c, _zeros(c, x), k(c, 1.0)))
+    return where(c, hypf, sub(c, cc, a), a), where(c, hypf, sub(c, cc, b), b), mult
+
+
 def one_over_x(c, a, b, cc, x):
-    """AMS55 15.3.7 for x < -2, b - a not an integer: two series in 1/x."""
+    """AMS55 15.3.7 for x < -2, b - a not an integer: two 2F1 in 1/x (Cephes'
+    recursive calls: the series, after ``_inner_args``)."""
     one = k(c, 1.0)
     w = div(c, one, x)
-    p, q = batched(c, series, [a, add(c, sub(c, one, cc), a), add(c, sub(c, one, b), a), w],
-                   [b, add(c, sub(c, one, cc), b), add(c, sub(c, one, a), b), w])
-    p = mul(c, p, _pow(c, c.op("Neg", x), c.op("Neg", a)))
-    q = mul(c, q, _pow(c, c.op("Neg", x), c.op("Neg", b)))
+    sets, mults = [], []
+    for p1, p2, p3 in ((a, add(c, sub(c, one, cc), a), add(c, sub(c, one, b), a)),
+                       (b, add(c, sub(c, one, cc), b), add(c, sub(c, one, a), b))):
+        u, v, m = _inner_args(c, p1, p2, p3, w)
+        sets.append([u, v, p3, w])
+        mults.append(m)
+    p, q = batched(c, series, *sets)
+    p = mul(c, p, mults[0], _pow(c, c.op("Neg", x), c.op("Neg", a)))
+    q = mul(c, q, mults[1], _pow(c, c.op("Neg", x), c.op("Neg", b)))
     gc, gba, gab, rb, rca, ra, rcb = gammas(c, [cc, sub(c, b, a), sub(c, a, b)], [b, sub(c, cc, a), a, sub(c, cc, b)])
-    s = mul(c, gc, gba, rb, rca)
-    y = mul(c, gc, gab, ra, rcb)
-    return add(c, mul(c, s, p), mul(c, y, q))
+    return add(c, mul(c, gc, gba, rb, rca, p), mul(c, gc, gab, ra, rcb, q))
 
 
 def one_minus_x(c, a, b, cc, x):

@@ -308,18 +308,19 @@ def psi_series(c, a, b, cc, x):
 
 
 def near_one(c, a, b, cc, x):
-    """``[n, 2]`` value and error estimate for 0.9 < x < 1, not a polynomial:
-    the series where its estimate is below ETHRESH, else 15.3.6 or (c - a - b
-    an integer to MACHEP, as Cephes ``hyt2f1`` tests it) the psi series (estimate 0)."""
-    s, err = _series_state(c, a, b, cc, x, MAX_TRIAL_STEPS, "hyp2f1_trial_series")
-    out = _pack(c, s, err)
-    failed = c.op("Not", lt(c, err, ETHRESH))  # NaN (not converged) fails too
+    """``[n, 2]`` value and error estimate for 0.9 < x < 1, not a polynomial
+    (Cephes ``hyt2f1``): for c - a - b an integer (to MACHEP) the psi series
+    (estimate 0); else the series where its estimate is below ETHRESH, 15.3.6
+    where it is not."""
     d = sub(c, sub(c, cc, a), b)
     integer_d = c.op("LessOrEqual", c.op("Abs", sub(c, d, c.op("Round", d))), k(c, MACHEP))
-    out = on_subset(c, c.op("And", failed, c.op("Not", integer_d)), [a, b, cc, x],
-                    lambda c, *v: _pack(c, *one_minus_x(c, *v)), out)
-    return on_subset(c, c.op("And", failed, integer_d), [a, b, cc, x],
-                     lambda c, *v: _pack(c, psi_series(c, *v), _zeros(c, v[0])), out)
+
+    def general(c, a, b, cc, x):
+        s, err = _series_state(c, a, b, cc, x, MAX_TRIAL_STEPS, "hyp2f1_trial_series")
+        failed = c.op("Not", lt(c, err, ETHRESH))  # NaN (not converged) fails too
+        return on_subset(c, failed, [a, b, cc, x], lambda c, *v: _pack(c, *one_minus_x(c, *v)), _pack(c, s, err))
+    out = on_subset(c, _not(c, integer_d), [a, b, cc, x], general, _packed_nan(c, x))
+    return on_subset(c, integer_d, [a, b, cc, x], lambda c, *v: _pack(c, psi_series(c, *v), _zeros(c, v[0])), out)
 
 
 def hyt2f1(c, a, b, cc, x):

@@ -64,6 +64,12 @@ def ive_arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
     return v, np.abs(v) * np.exp(rng.normal(size=n)) + 0.1
 
 
+def hyp2f1_arguments(n: int, rng) -> tuple[np.ndarray, ...]:
+    """(a, b, c, z) for hyp2f1: a, b uniform in [-5, 5], c in [0.5, 10], z uniform in [-3, 0.99]
+    (the series, Pfaff's and the 1 - z transformations, and 1/z below -2)."""
+    return rng.uniform(-5, 5, n), rng.uniform(-5, 5, n), rng.uniform(0.5, 10, n), rng.uniform(-3, 0.99, n)
+
+
 # name -> (PyTensor function, SciPy function, argument generator)
 FUNCTIONS = {"gammainc": (pt.gammainc, sp.gammainc, arguments), "gammaincc": (pt.gammaincc, sp.gammaincc, arguments),
              "gammaincinv": (pt.gammaincinv, sp.gammaincinv, inverse_arguments),
@@ -71,6 +77,7 @@ FUNCTIONS = {"gammainc": (pt.gammainc, sp.gammainc, arguments), "gammaincc": (pt
              "owens_t": (pt.owens_t, sp.owens_t, owens_t_arguments),
              "j0": (pt.j0, sp.j0, bessel_arguments), "j1": (pt.j1, sp.j1, bessel_arguments),
              "ive": (pt.math.ive, sp.ive, ive_arguments), "kve": (pt.kve, sp.kve, ive_arguments)}
+FUNCTIONS["hyp2f1"] = (pt.hyp2f1, sp.hyp2f1, hyp2f1_arguments)
 
 
 def median_seconds(fn, runs: int) -> float:

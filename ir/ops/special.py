@@ -22,6 +22,9 @@ measured bounds; NaN where a series would need over 2,000 terms).
 bound of ``backends/onnx/rules/owens_t_f64.py`` (Patefield & Tandy).
 ``betainc`` (ternary, broadcasting) is SciPy's I_x(a, b) to the bound of
 ``backends/onnx/rules/incbeta_f64.py`` (Cephes ``incbet``).
+``hyp2f1`` (four arguments, broadcasting) is SciPy's real 2F1(a, b; c; z)
+by Cephes ``hyp2f1.c`` (``backends/onnx/rules/hyp2f1_f64.py``: inf for
+z > 1 unless a polynomial; its error is SciPy's, ``docs/numerics.md``).
 ``gammaincinv``/``gammainccinv`` (binary, broadcasting) are SciPy's inverses
 in x of P and Q (``backends/onnx/rules/incinv_f64.py``), NaN where SciPy
 returns a number off its domain (``_gamma_inverse``).
@@ -167,6 +170,12 @@ for _name, _fn in (BINARY_SPECIAL | TERNARY_SPECIAL).items():
                    (lambda fn: lambda args, attrs: [_in_dtype2(fn)(*args)])(_fn), 3 if _name in TERNARY_SPECIAL else 2,
                    traits={ELEMENTWISE, BROADCASTING, TOTAL},
                    doc=f"scipy.special.{_name} with broadcasting (PyTensor {_name})"))
+
+
+# Gauss hypergeometric function 2F1(a, b; c; x), real arguments: SciPy's values (Cephes hyp2f1.c;
+# inf for x > 1 unless a polynomial; backends/onnx/rules/hyp2f1_f64.py states what it leaves out).
+register(OpDef("hyp2f1", _binary_special_infer("hyp2f1"), lambda args, attrs: [_in_dtype2(sp.hyp2f1)(*args)], 4,
+               traits={ELEMENTWISE, BROADCASTING, TOTAL}, doc="scipy.special.hyp2f1 with broadcasting (PyTensor Hyp2F1)"))
 
 
 def _polygamma_infer(types, attrs, consts):

@@ -473,6 +473,11 @@ ULPS["owens_t"] = 1024
 BESSEL_VALUES = ([0.0, 1.0, 2.5, -1.5, 7.3, 40.0], [0.0, 0.3, 2.0, 7.0, 45.0, 300.0, -2.0])
 ULPS |= {"ive": 1024, "iv": 1024, "kve": 1024}
 
+# hyp2f1 (a, b, c, z): the direct series, the z/(z-1) and 1-z transformations, a polynomial
+# (a = -2), NaN (tests/numerics/test_hyp2f1.py holds the contract, against mpmath)
+HYP2F1_VALUES = ([0.5, -2.0, 3.0], [1.0, 2.5], [1.5, 4.0], [-0.7, 0.3, 0.95])
+ULPS["hyp2f1"] = 1024
+
 
 def special_cases():
     for op, (a, x) in BINARY_SPECIAL_VALUES.items():
@@ -486,6 +491,10 @@ def special_cases():
         for dtype in (F32, F64):
             v, x = (np.array(vals + [np.nan], dtype.numpy) for vals in BESSEL_VALUES)
             yield Case(op, grid(v, x))
+    for dtype in (F32, F64):
+        a, b, c, z = (np.array(v + [np.nan], dtype.numpy) for v in HYP2F1_VALUES)
+        yield Case("hyp2f1", (a[:, None, None, None], b[None, :, None, None], c[None, None, :, None],
+                              z[None, None, None, :]))
     for dtype in (F32, F64):
         h, a = (np.array(v + [np.nan, np.inf, -np.inf], dtype.numpy) for v in OWENS_T_VALUES)
         yield Case("owens_t", grid(h, a))

@@ -58,7 +58,7 @@ _ITERATIVE = ("is not lowered yet: SciPy evaluates it with an iteration or serie
               "'Special functions not lowered yet')")
 # Special functions not lowered yet, with the reason the error gives.
 NO_CLOSED_FORM = {name: _ITERATIVE for name in (
-    "BetaIncInv", "Hyp2F1", "Grad2F1Loop", "Jv")}
+    "Hyp2F1", "Grad2F1Loop", "Jv")}
 
 
 def supported_scalar_ops() -> list[type]:
@@ -235,7 +235,7 @@ ARITHMETIC = {
     psm.I0: "i0", psm.I1: "i1", ps.ArcTan2: "atan2", psm.J0: "j0", psm.J1: "j1",
     psm.GammaInc: "gammainc", psm.GammaIncC: "gammaincc", psm.BetaInc: "betainc", psm.Kve: "kve",
     psm.Owens_t: "owens_t",
-    psm.GammaIncInv: "gammaincinv", psm.GammaIncCInv: "gammainccinv",
+    psm.GammaIncInv: "gammaincinv", psm.GammaIncCInv: "gammainccinv", psm.BetaIncInv: "betaincinv",
     psm.Sigmoid: "sigmoid",
     psm.Softplus: "softplus",
     ps.Floor: "floor", ps.Ceil: "ceil", ps.Trunc: "trunc",  # int inputs give floats (upgrade_to_float)

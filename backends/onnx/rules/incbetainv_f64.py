@@ -50,9 +50,10 @@ from backends.onnx.rules.iterative_f64 import converge, flat_args, on_subset
 from backends.onnx.rules.mathfn import log1p
 from backends.onnx.rules.special_f64 import add, div, erfcinv, k, lt, mul, sub, where
 
-MAX_STEPS = 120
+MAX_STEPS = 60
 MAX_DT = 100.0
 TINY = float(np.finfo(np.float64).tiny)
+LOWEST_ROOT = 1e-300  # the bracket's start: smaller roots are e^t_left (no step)
 
 
 def _halley(c, a, b, y, upper, lb, x0):
@@ -82,14 +83,13 @@ def _halley(c, a, b, y, upper, lb, x0):
         # (or not finite: F or its derivative underflowed) the bracket's geometric midpoint instead
         stepped = div(c, x, add(c, x, mul(c, xc, c.op("Exp", c.op("Neg", dt)))))
         inside = c.op("And", c.op("GreaterOrEqual", stepped, lo), c.op("LessOrEqual", stepped, hi))
-        x_new = where(c, inside, stepped, c.op("Sqrt", mul(c, lo, hi)))
+        x_new = where(c, inside, stepped, mul(c, c.op("Sqrt", lo), c.op("Sqrt", hi)))  # lo hi: subnormal, flushed
         moved = sub(c, c.op("Log", div(c, x_new, x)), c.op("Log", div(c, sub(c, one, x_new), xc)))
         size = c.op("Abs", moved)
         stalled = c.op("And", lt(c, size, 1e-7), c.op("GreaterOrEqual", size, mul(c, k(c, 0.25), c.op("Abs", prev))))
         done = c.op("Or", c.op("LessOrEqual", size, k(c, 2.0 ** -52)), c.op("And", stalled, inside))
         return [x_new, moved, lo, hi], done
-    inf = add(c, mul(c, a, k(c, 0.0)), k(c, np.inf))
-    lo, hi = add(c, mul(c, a, k(c, 0.0)), k(c, TINY)), add(c, mul(c, a, k(c, 0.0)), k(c, 0.75))
+    inf, lo, hi = (c.op("Expand", k(c, v), c.op("Shape", a)) for v in (np.inf, LOWEST_ROOT, 0.75))
     return converge(c, [x0, inf, lo, hi], step, MAX_STEPS, "betaincinv_halley")[0]
 
 

@@ -31,7 +31,7 @@ the series, ``I_x(a, b) ~ x^a / (a B(a, b))`` (DLMF 8.17.8), giving ``t_left
 is the root, with no step (every root below ~1e-300, and subnormal y).
 
 Special values as SciPy: NaN for NaN, a <= 0, b <= 0, y outside [0, 1];
-0 at y = 0, 1 at y = 1; 1 for a = inf, 0 for b = inf, NaN for both.
+0 at y = 0, 1 at y = 1; at a = inf 1 for b = 1, at b = inf 0 for a = 1, else NaN.
 Subnormal y where the root is not below e^-700 / (a + b) (large a) is NaN
 (the forward function's prefactor is 0 below e^-708; SciPy returns a
 number there, NaN at 5e-324). Bounds (``tests/numerics/test_betaincinv.py``)
@@ -138,8 +138,9 @@ def betaincinv(c, a, b, y):
     bad = c.op("Or", bad, c.op("Or", lt(c, y, 0.0), c.op("Greater", y, k(c, 1.0))))
     y0, y1 = c.op("Equal", y, k(c, 0.0)), c.op("Equal", y, k(c, 1.0))
     a_inf, b_inf = c.op("IsInf", a), c.op("IsInf", b)
-    value = where(c, a_inf, k(c, 1.0), nan)
-    value = where(c, b_inf, where(c, a_inf, nan, k(c, 0.0)), value)
+    # a = inf: 1 where b = 1 (the root y^(1/a)), b = inf: 0 where a = 1 (1 - (1-y)^(1/b)), else NaN, as SciPy
+    value = where(c, c.op("And", a_inf, c.op("Equal", b, k(c, 1.0))), k(c, 1.0), nan)
+    value = where(c, c.op("And", b_inf, c.op("Equal", a, k(c, 1.0))), k(c, 0.0), value)
     value = where(c, y0, k(c, 0.0), where(c, y1, k(c, 1.0), value))
     value = where(c, bad, nan, value)
     inner = c.op("Not", c.op("Or", c.op("Or", bad, c.op("Or", y0, y1)), c.op("Or", a_inf, b_inf)))

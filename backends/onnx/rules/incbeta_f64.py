@@ -11,7 +11,12 @@ chosen per element as there:
   ``incbd``, its form in ``x / (1 - x)``), two terms per step, 1000 steps at
   most (Cephes: 300), stopping at 3 ulp of relative change; each times the prefactor
   ``x^a (1-x)^b / (a B(a, b))``, formed by ``pow`` and ``Gamma`` where
-  ``a + b < 171.6`` and by logarithms beyond.
+  ``a + b < 171.6`` and by logarithms beyond (``log B`` by ``lbeta``:
+  Stirling differences for the larger shape, as TOMS 708's ``algdiv``).
+
+``betainc_pair`` returns I and 1 - I from one evaluation, each computed by
+the branch of its own side (``betaincinv`` needs both to full relative
+accuracy).
 
 Each method runs on its own elements (``iterative_f64.on_subset``) in a
 Loop that stops when they have all converged; an element that has not

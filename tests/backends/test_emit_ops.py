@@ -498,6 +498,7 @@ def special_cases():
         shapes = np.array(BETAINC_SHAPES + [np.nan, np.inf], dtype.numpy)
         yield Case("betainc", (shapes[:, None, None], shapes[None, :, None],
                                np.array(BETAINC_X + [np.nan], dtype.numpy)[None, None, :]))
+    for dtype in (F32, F64):
         shapes = np.array(BETAINCINV_SHAPES + [np.nan, np.inf], dtype.numpy)
         yield Case("betaincinv", (shapes[:, None, None], shapes[None, :, None],
                                   np.array(BETAINCINV_Y + [np.nan], dtype.numpy)[None, None, :]))

@@ -4,7 +4,7 @@ the same float64 arguments, at 1e3 and 1e6 elements, with their ratio.
 
 Arguments are drawn over the functions' working domain (for ``gammainc``/
 ``gammaincc``: a log-uniform in [0.1, 100], x = a * exp(N(0, 1)), so every
-method runs; the inverses: ``inverse_arguments``; the Bessel functions: ``bessel_arguments``, ``ive_arguments``). Timings are medians of wall-clock runs on a possibly shared
+method runs; the inverses: ``inverse_arguments``, ``betaincinv_arguments``; the Bessel functions: ``bessel_arguments``, ``ive_arguments``). Timings are medians of wall-clock runs on a possibly shared
 machine: read them, never assert on them.
 
 Usage::
@@ -58,6 +58,12 @@ def bessel_arguments(n: int, rng) -> tuple[np.ndarray]:
     return (np.concatenate([rng.uniform(0, 5, half), np.exp(rng.uniform(np.log(5.0), np.log(1e4), n - half))]),)
 
 
+def betaincinv_arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a, b, y) for betaincinv: a, b log-uniform in [0.1, 100], y as ``inverse_arguments``."""
+    a, b = np.exp(rng.uniform(np.log(0.1), np.log(100.0), (2, n)))
+    return a, b, inverse_arguments(n, rng)[1]
+
+
 def ive_arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
     """(v, x) for ive and kve: v uniform in [-5, 30] (non-integer: the general method), x = |v| exp(N(0, 1)) + 0.1."""
     v = rng.uniform(-5, 30, n)
@@ -78,6 +84,7 @@ FUNCTIONS = {"gammainc": (pt.gammainc, sp.gammainc, arguments), "gammaincc": (pt
              "j0": (pt.j0, sp.j0, bessel_arguments), "j1": (pt.j1, sp.j1, bessel_arguments),
              "ive": (pt.math.ive, sp.ive, ive_arguments), "kve": (pt.kve, sp.kve, ive_arguments)}
 FUNCTIONS["hyp2f1"] = (pt.hyp2f1, sp.hyp2f1, hyp2f1_arguments)
+FUNCTIONS["betaincinv"] = (pt.betaincinv, sp.betaincinv, betaincinv_arguments)
 
 
 def median_seconds(fn, runs: int) -> float:

@@ -21,7 +21,8 @@ measured bounds; NaN where a series would need over 2,000 terms).
 ``owens_t`` (binary, broadcasting) is SciPy's Owen's T function to the
 bound of ``backends/onnx/rules/owens_t_f64.py`` (Patefield & Tandy).
 ``betainc`` (ternary, broadcasting) is SciPy's I_x(a, b) to the bound of
-``backends/onnx/rules/incbeta_f64.py`` (Cephes ``incbet``).
+``backends/onnx/rules/incbeta_f64.py`` (Cephes ``incbet``); ``betaincinv``
+(ternary) is its inverse in x (``backends/onnx/rules/incbetainv_f64.py``).
 ``hyp2f1`` (four arguments, broadcasting) is SciPy's real 2F1(a, b; c; z)
 by Cephes ``hyp2f1.c`` (``backends/onnx/rules/hyp2f1_f64.py``: inf for
 z > 1 unless a polynomial; its error is SciPy's, ``docs/numerics.md``).
@@ -139,6 +140,9 @@ BINARY_SPECIAL |= {"gammaincinv": _gamma_inverse(sp.gammaincinv), "gammainccinv"
 # Regularized incomplete beta function I_x(a, b): SciPy's values everywhere (NaN outside
 # a, b >= 0, 0 <= x <= 1; see backends/onnx/rules/incbeta_f64.py).
 TERNARY_SPECIAL = {"betainc": sp.betainc}
+# Its inverse in x (backends/onnx/rules/incbetainv_f64.py): SciPy's, which returns the smallest normal
+# float (2.2e-308) where the root is below it; the op's value there is the root rounded (subnormal or 0).
+TERNARY_SPECIAL["betaincinv"] = sp.betaincinv
 
 
 def _ive_reference(v, x):

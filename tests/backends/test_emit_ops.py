@@ -456,6 +456,11 @@ ULPS |= {op: 1024 for op in BINARY_SPECIAL_VALUES}
 # outside [0, 1] (tests/numerics/test_incomplete_beta.py holds the contract)
 BETAINC_SHAPES, BETAINC_X = [1e-3, 0.5, 1.0, 3.0, 40.0, -1.0, 0.0], [0.0, 1e-3, 0.3, 0.5, 0.97, 1.0, 1.5]
 ULPS["betainc"] = 1024
+# betaincinv (a, b, y): the same shapes, y at the edges, between them and outside [0, 1] (roots
+# kept above 1e-300: SciPy clamps smaller ones; tests/numerics/test_betaincinv.py holds the
+# contract: the root's condition number, ~1/a, times the forward bound)
+BETAINCINV_SHAPES, BETAINCINV_Y = [0.05, 0.5, 1.0, 3.0, 40.0, -1.0, 0.0], [0.0, 1e-5, 0.3, 0.5, 0.97, 1.0, 1.5]
+ULPS["betaincinv"] = 8192
 # gammaincinv/gammainccinv (a, y): shapes from tiny to large, y at and between the edges, outside
 # [0, 1] and in the tails (tests/numerics/test_incomplete_inverse.py holds the contract: the
 # root's condition number times the forward functions' bound: SciPy's and our roots of a = 1e-3
@@ -502,6 +507,10 @@ def special_cases():
         shapes = np.array(BETAINC_SHAPES + [np.nan, np.inf], dtype.numpy)
         yield Case("betainc", (shapes[:, None, None], shapes[None, :, None],
                                np.array(BETAINC_X + [np.nan], dtype.numpy)[None, None, :]))
+    for dtype in (F32, F64):
+        shapes = np.array(BETAINCINV_SHAPES + [np.nan, np.inf], dtype.numpy)
+        yield Case("betaincinv", (shapes[:, None, None], shapes[None, :, None],
+                                  np.array(BETAINCINV_Y + [np.nan], dtype.numpy)[None, None, :]))
     for op, vals in SPECIAL_VALUES.items():
         for dtype in FLOATS:
             with np.errstate(over="ignore"):  # 1e5 is inf in float16

@@ -11,7 +11,12 @@ chosen per element as there:
   ``incbd``, its form in ``x / (1 - x)``), two terms per step, 1000 steps at
   most (Cephes: 300), stopping at 3 ulp of relative change; each times the prefactor
   ``x^a (1-x)^b / (a B(a, b))``, formed by ``pow`` and ``Gamma`` where
-  ``a + b < 171.6`` and by logarithms beyond.
+  ``a + b < 171.6`` and by logarithms beyond (``log B`` by ``lbeta``:
+  Stirling differences for the larger shape, as TOMS 708's ``algdiv``).
+
+``betainc_pair`` returns I and 1 - I from one evaluation, each computed by
+the branch of its own side (``betaincinv`` needs both to full relative
+accuracy).
 
 Each method runs on its own elements (``iterative_f64.on_subset``) in a
 Loop that stops when they have all converged; an element that has not
@@ -34,7 +39,7 @@ import numpy as np
 from backends.onnx.rules.common import F64
 from backends.onnx.rules.iterative_f64 import converge, flat_args, on_subset
 from backends.onnx.rules.mathfn import log1p
-from backends.onnx.rules.special_f64 import add, div, gamma_positive, k, lgamma_positive, lt, mul, sub, where
+from backends.onnx.rules.special_f64 import add, div, gamma_positive, k, lgamma_positive, lt, mul, poly, sub, where
 
 MACHEP = 1.11022302462515654042e-16  # Cephes MACHEP (2^-53)
 MAXGAM = 171.624376956302725
@@ -45,8 +50,33 @@ MAX_CF_STEPS = 1000  # Cephes stops at 300 (two terms each) with the truncated v
 MAX_SERIES_STEPS = 2000  # b x <= 1, x <= 0.95: terms shrink at least as 0.95^n
 
 
-def _lbeta(c, a, b):
-    return sub(c, add(c, lgamma_positive(c, a), lgamma_positive(c, b)), lgamma_positive(c, add(c, a, b)))
+STIRLING_FROM = 20.0  # lgamma's Stirling series below, to 1e-17 absolute from here
+STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360)  # B_2k / (2k (2k-1))
+
+
+def _stirling_correction(c, x):
+    """``lgamma(x) - ((x - 1/2) log x - x + log(2 pi) / 2)`` for x >= 20 (DLMF 5.11.1)."""
+    r = div(c, k(c, 1.0), x)
+    return mul(c, r, poly(c, mul(c, r, r), STIRLING))
+
+
+def lbeta(c, a, b):
+    """``log B(a, b)`` for a, b > 0: ``lgamma(s) + lgamma(l) - lgamma(l + s)``
+    (s, l the smaller and larger), the difference of the last two from
+    Stirling's series where l >= 20, ``-(l - 1/2) log1p(s/l) - s log(l + s) + s
+    + corr(l) - corr(l + s)`` (TOMS 708 ``algdiv``'s form), so that a tiny s
+    next to a large l keeps its few-eps relative accuracy (the lgamma sum
+    loses |lgamma l| eps: 8e4 eps at l = 1e4); plain lgamma elsewhere."""
+    s, l = c.op("Min", a, b), c.op("Max", a, b)
+    ls = add(c, l, s)
+    stirling = c.op("GreaterOrEqual", l, k(c, STIRLING_FROM))
+    safe_l = c.op("Max", l, k(c, STIRLING_FROM))
+    safe_ls = add(c, safe_l, s)
+    difference = add(c, c.op("Neg", mul(c, sub(c, safe_l, k(c, 0.5)), log1p(c, div(c, s, safe_l), F64))),
+                     sub(c, s, mul(c, s, c.op("Log", safe_ls))),
+                     sub(c, _stirling_correction(c, safe_l), _stirling_correction(c, safe_ls)))
+    plain = sub(c, lgamma_positive(c, l), lgamma_positive(c, ls))
+    return add(c, lgamma_positive(c, s), where(c, stirling, difference, plain))
 
 
 def _prefactor(c, a, b, x, xc, w):
@@ -58,7 +88,7 @@ def _prefactor(c, a, b, x, xc, w):
     inv_beta = div(c, gamma_positive(c, add(c, safe_a, safe_b)),
                    mul(c, gamma_positive(c, safe_a), gamma_positive(c, safe_b)))
     small = mul(c, c.op("Pow", xc, b), c.op("Pow", x, a), div(c, w, a), inv_beta)
-    logs = add(c, log_xa, log_xcb, c.op("Neg", _lbeta(c, a, b)),
+    logs = add(c, log_xa, log_xcb, c.op("Neg", lbeta(c, a, b)),
                c.op("Log", div(c, w, a)))
     large = where(c, lt(c, logs, MINLOG), k(c, 0.0), c.op("Exp", logs))
     # Cephes: the powers only where neither leaves the normal range (nor their product, nor the
@@ -163,15 +193,40 @@ def _special(c, a, b, x):
     return value, c.op("Not", special)
 
 
-def _complement(method):
-    """``1 - method`` (Cephes clamps it at 1 - MACHEP; the rounded 1 - t is closer to the value)."""
-    return lambda c, a, b, x: sub(c, k(c, 1.0), method(c, a, b, x))
-
-
 def _unit_interval(c, v):
     """v taken into [0, 1], NaN kept: the prefactor's rounding (lgamma(1e-300) + lgamma(1e4) -
     lgamma(1e4 + 1e-300) cancels to 8e4 eps) can carry a value just past 1."""
     return where(c, lt(c, v, 0.0), k(c, 0.0), where(c, c.op("Greater", v, k(c, 1.0)), k(c, 1.0), v))
+
+
+def _direct(c, a, b, x, regular, into, split_at_mean=False):
+    """``(d, flip)``: Cephes ``incbet``'s branch per element where ``regular``
+    (``into`` elsewhere), ``d`` the value the branch computes, I_x(a, b) or,
+    where ``flip`` (the symmetry was applied: x > a / (a+b)), 1 - I_x(a, b)
+    = I_{1-x}(b, a), each to its own relative accuracy. With
+    ``split_at_mean``, above the mean the series for the complement (in
+    (b, a, 1 - x)) is taken wherever it applies, also where Cephes takes
+    the series for I (b x <= 1: the complement, the smaller one there, is
+    then computed directly; the continued fractions are not, which converge
+    slowly near the mean)."""
+    above_mean = c.op("Greater", x, div(c, a, add(c, a, b)))
+    series = c.op("And", c.op("LessOrEqual", mul(c, b, x), k(c, 1.0)), c.op("LessOrEqual", x, k(c, 0.95)))
+    xc = sub(c, k(c, 1.0), x)
+    # after the swap (b, a, 1 - x): the series again where b' x' <= 1, x' <= 0.95
+    flip_series_applies = c.op("And", c.op("LessOrEqual", mul(c, a, xc), k(c, 1.0)), c.op("LessOrEqual", xc, k(c, 0.95)))
+    if split_at_mean:
+        series = c.op("And", series, c.op("Not", c.op("And", above_mean, flip_series_applies)))
+    series = c.op("And", regular, series)
+    rest = c.op("And", regular, c.op("Not", series))
+    flip = c.op("And", rest, above_mean)
+    flip_series = c.op("And", flip, flip_series_applies)
+    flip_cf = c.op("And", flip, c.op("Not", flip_series))
+    plain_cf = c.op("And", rest, c.op("Not", flip))
+    d = on_subset(c, series, [a, b, x], pseries, into)
+    d = on_subset(c, flip_series, [b, a, xc], pseries, d)
+    d = on_subset(c, plain_cf, [a, b, x], _fraction_method, d)
+    d = on_subset(c, flip_cf, [b, a, xc], _fraction_method, d)
+    return d, flip
 
 
 def betainc(c, a, b, x):
@@ -180,21 +235,26 @@ def betainc(c, a, b, x):
     broadcastable shapes in, their broadcast shape out."""
     shape, (a, b, x) = flat_args(c, a, b, x)
     value, regular = _special(c, a, b, x)
-    series = c.op("And", c.op("LessOrEqual", mul(c, b, x), k(c, 1.0)), c.op("LessOrEqual", x, k(c, 0.95)))
-    series = c.op("And", regular, series)
-    rest = c.op("And", regular, c.op("Not", series))
-    flip = c.op("And", rest, c.op("Greater", x, div(c, a, add(c, a, b))))
-    xc = sub(c, k(c, 1.0), x)
-    # after the swap (b, a, 1 - x): the series again where b' x' <= 1, x' <= 0.95
-    flip_series = c.op("And", flip, c.op("And", c.op("LessOrEqual", mul(c, a, xc), k(c, 1.0)),
-                                          c.op("LessOrEqual", xc, k(c, 0.95))))
-    flip_cf = c.op("And", flip, c.op("Not", flip_series))
-    plain_cf = c.op("And", rest, c.op("Not", flip))
-    value = on_subset(c, series, [a, b, x], pseries, value)
-    value = on_subset(c, flip_series, [b, a, xc], _complement(pseries), value)
-    value = on_subset(c, plain_cf, [a, b, x], _fraction_method, value)
-    value = on_subset(c, flip_cf, [b, a, xc], _complement(_fraction_method), value)
+    d, flip = _direct(c, a, b, x, regular, value)
+    # the complement as Cephes forms it (it clamps 1 - t at 1 - MACHEP; the rounded 1 - t is closer)
+    value = where(c, flip, sub(c, k(c, 1.0), d), d)
     return c.op("Reshape", _unit_interval(c, value), shape, allowzero=1)
+
+
+def betainc_pair(c, a, b, x):
+    """``(I, 1 - I)``: I_x(a, b) and its complement I_{1-x}(b, a) from one
+    evaluation (1-D float64 of one length in and out): one of them by
+    Cephes' branches (``_direct`` with ``split_at_mean``: the complement
+    wherever its series applies above the mean), to its own relative
+    accuracy, the other as 1 minus it; SciPy's values at special arguments."""
+    value, regular = _special(c, a, b, x)
+    d, flip = _direct(c, a, b, x, regular, value, split_at_mean=True)
+    one = k(c, 1.0)
+    rest = sub(c, one, d)
+    special = c.op("Not", regular)
+    i = _unit_interval(c, where(c, flip, rest, d))
+    ic = _unit_interval(c, where(c, flip, d, where(c, special, sub(c, one, value), rest)))
+    return i, ic
 
 
 FORMULAS = {"betainc": betainc}

@@ -18,12 +18,13 @@ from backends.onnx.rules.bessel_f64 import FORMULAS as BESSEL
 from backends.onnx.rules.bessel_ik_f64 import FORMULAS as BESSEL_IK
 from backends.onnx.rules.hyp2f1_f64 import FORMULAS as HYP2F1
 from backends.onnx.rules.incbeta_f64 import FORMULAS as INCBETA
+from backends.onnx.rules.incbetainv_f64 import FORMULAS as INCBETAINV
 from backends.onnx.rules.incgamma_f64 import FORMULAS as INCGAMMA
 from backends.onnx.rules.incinv_f64 import FORMULAS as INCINV
 from backends.onnx.rules.owens_t_f64 import FORMULAS as OWENS_T
 from backends.onnx.rules.special_f64 import FORMULAS as CLOSED_FORMS
 
-FORMULAS = CLOSED_FORMS | INCGAMMA | INCBETA | INCINV | OWENS_T | BESSEL | BESSEL_IK
+FORMULAS = CLOSED_FORMS | INCGAMMA | INCBETA | INCINV | INCBETAINV | OWENS_T | BESSEL | BESSEL_IK
 FORMULAS |= HYP2F1
 
 # IR op -> model-local function name
@@ -35,6 +36,7 @@ FUNCTION_NAMES = {"gammaln": "GammaLn", "gamma": "Gamma", "psi": "Digamma", "tri
                   "kve": "BesselKve"}
 FUNCTION_NAMES |= {"gammaincinv": "GammaIncPInv", "gammainccinv": "GammaIncQInv"}
 FUNCTION_NAMES |= {"hyp2f1": "Hyp2F1"}
+FUNCTION_NAMES["betaincinv"] = "BetaIncInv"
 
 
 def float64_body(fn, dtype):

@@ -1,0 +1,159 @@
+"""float64 inverse of the regularized incomplete beta function,
+``betaincinv(a, b, y)``: the x in [0, 1] with I_x(a, b) = y, as
+``scipy.special`` defines it (Boost's ``ibeta_inv``, which SciPy 1.17 calls).
+
+The root is found by Halley's method (Newton's where Halley's correction
+factor is outside [1/2, 2]) on ``t = logit x`` for ``g(t) = log(F / y')``,
+where y' is the smaller of y and 1 - y and F the matching one of I_x(a, b)
+and 1 - I_x(a, b), both from one evaluation of Cephes ``incbet``
+(``incbeta_f64.betainc_pair``: the branch computes one of them directly, the
+other is 1 minus it), with ``g' = +-x^a (1-x)^b / (B(a, b) F)`` and
+``g'' = g' (a (1-x) - b x) - g'^2``. ``log I`` and ``log(1 - I)`` are concave
+in t (the distribution and survival function of the logit of a beta
+variate, whose density ``e^(a t) / (1 + e^t)^(a+b) / B(a, b)`` is
+log-concave), so Newton's iteration converges from any start; a bracket
+[lo, hi] of the root (from TINY and 3/4, narrowed by the sign of g at each
+iterate) guards it: a step leaving it (or not finite, where F or its
+derivative underflows) is replaced by the bracket's geometric midpoint.
+It stops when logit x moved by at most 2^-52 or when the step no longer
+shrinks (below 1e-7 and at least a quarter of the previous one: the
+rounding of F is reached).
+
+The root is kept in (0, 1/2], where x has a full relative accuracy: where
+y > I_(1/2)(a, b) (one more evaluation) the problem is mirrored by
+``I_x(a, b) = 1 - I_(1-x)(b, a)`` and the result is 1 minus the root.
+
+Starts (Cephes ``incbi``): for a, b > 1 Abramowitz & Stegun 26.5.22 (a
+normal approximation: ``x = a / (a + b e^(2 d))``), else the leading term of
+the series, ``I_x(a, b) ~ x^a / (a B(a, b))`` (DLMF 8.17.8), giving ``t_left
+= (log y + log a + log B(a, b)) / a``, at most 1/2. Where ``e^t_left (a + b
++ 1) / a < 1e-17`` the next term is below double precision and ``e^t_left``
+is the root, with no step (every root below ~1e-300, and subnormal y).
+
+Special values as SciPy: NaN for NaN, a <= 0, b <= 0, y outside [0, 1];
+0 at y = 0, 1 at y = 1; at a = inf 1 for b = 1, at b = inf 0 for a = 1, else NaN.
+Subnormal y where the root is not below e^-700 / (a + b) (large a) is NaN
+(the forward function's prefactor is 0 below e^-708; SciPy returns a
+number there, NaN at 5e-324). Bounds (``tests/numerics/test_betaincinv.py``)
+are stated in ``ir/ops/special.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from backends.onnx.rules.common import F64
+from backends.onnx.rules.incbeta_f64 import betainc_pair, lbeta
+from backends.onnx.rules.iterative_f64 import converge, flat_args, on_subset
+from backends.onnx.rules.mathfn import log1p
+from backends.onnx.rules.special_f64 import add, div, erfcinv, k, lt, mul, sub, where
+
+MAX_STEPS = 60
+MAX_DT = 100.0
+TINY = float(np.finfo(np.float64).tiny)
+LOWEST_ROOT = 1e-300  # the bracket's start: smaller roots are e^t_left (no step)
+
+
+def _halley(c, a, b, y, upper, lb, x0):
+    """The root x of F(x) = y (F = 1 - I_x(a, b) where ``upper``, else
+    I_x(a, b)) by Halley's method in logit x from ``x0``; ``lb = log B(a, b)``
+    (all 1-D, float64 and bool, of one length)."""
+    sign = where(c, upper, k(c, -1.0), k(c, 1.0))
+    one = k(c, 1.0)
+
+    def step(c, x, prev, lo, hi):
+        i, ic = betainc_pair(c, a, b, x)
+        f = where(c, upper, ic, i)
+        g = c.op("Log", div(c, f, y))
+        xc = sub(c, one, x)
+        # the bracket [lo, hi] of the root: x is past it where sign g > 0 (F = 0 gives g = -inf)
+        past = c.op("Greater", mul(c, sign, g), k(c, 0.0))
+        hi = where(c, past, c.op("Min", hi, x), hi)
+        lo = where(c, past, lo, c.op("Max", lo, x))
+        log_r = sub(c, add(c, mul(c, a, c.op("Log", x)), mul(c, b, c.op("Log", xc))), add(c, lb, c.op("Log", f)))
+        slope = mul(c, sign, c.op("Exp", log_r))
+        newton = c.op("Neg", div(c, g, slope))
+        curvature = mul(c, slope, sub(c, sub(c, mul(c, a, xc), mul(c, b, x)), slope))
+        factor = sub(c, one, div(c, mul(c, g, curvature), mul(c, k(c, 2.0), slope, slope)))
+        halley_ok = c.op("And", c.op("GreaterOrEqual", factor, k(c, 0.5)), c.op("LessOrEqual", factor, k(c, 2.0)))
+        dt = c.op("Clip", where(c, halley_ok, div(c, newton, factor), newton), k(c, -MAX_DT), k(c, MAX_DT))
+        # logit x + dt, from x itself (no rounding through 1 / (1 + e^-t)); outside the bracket
+        # (or not finite: F or its derivative underflowed) the bracket's geometric midpoint instead
+        stepped = div(c, x, add(c, x, mul(c, xc, c.op("Exp", c.op("Neg", dt)))))
+        inside = c.op("And", c.op("GreaterOrEqual", stepped, lo), c.op("LessOrEqual", stepped, hi))
+        x_new = where(c, inside, stepped, mul(c, c.op("Sqrt", lo), c.op("Sqrt", hi)))  # lo hi: subnormal, flushed
+        moved = sub(c, c.op("Log", div(c, x_new, x)), c.op("Log", div(c, sub(c, one, x_new), xc)))
+        size = c.op("Abs", moved)
+        stalled = c.op("And", lt(c, size, 1e-7), c.op("GreaterOrEqual", size, mul(c, k(c, 0.25), c.op("Abs", prev))))
+        done = c.op("Or", c.op("LessOrEqual", size, k(c, 2.0 ** -52)), c.op("And", stalled, inside))
+        return [x_new, moved, lo, hi], done
+    inf, lo, hi = (c.op("Expand", k(c, v), c.op("Shape", a)) for v in (np.inf, LOWEST_ROOT, 0.75))
+    return converge(c, [x0, inf, lo, hi], step, MAX_STEPS, "betaincinv_halley")[0]
+
+
+def _normal_start(c, a, b, p, q, upper):
+    """Abramowitz & Stegun 26.5.22 (Cephes ``incbi`` for a, b > 1): the root
+    of I_x(a, b) = p (= 1 - q) from a normal approximation; NaN where it fails."""
+    one, two = k(c, 1.0), k(c, 2.0)
+    # yp = Phi^-1(1 - p) from the smaller of p and q
+    z = mul(c, k(c, math.sqrt(2.0)), erfcinv(c, mul(c, two, c.op("Min", p, q))))
+    yp = where(c, upper, c.op("Neg", z), z)
+    lgm = div(c, sub(c, mul(c, yp, yp), k(c, 3.0)), k(c, 6.0))
+    ia, ib = div(c, one, sub(c, mul(c, two, a), one)), div(c, one, sub(c, mul(c, two, b), one))
+    h = div(c, two, add(c, ia, ib))
+    d = sub(c, div(c, mul(c, yp, c.op("Sqrt", add(c, h, lgm))), h),
+            mul(c, sub(c, ib, ia), sub(c, add(c, lgm, k(c, 5.0 / 6.0)), div(c, two, mul(c, k(c, 3.0), h)))))
+    return div(c, one, add(c, one, mul(c, div(c, b, a), c.op("Exp", mul(c, two, d)))))
+
+
+def _root(c, a, b, p, q):
+    """The x in (0, 1/2] with I_x(a, b) = p = 1 - q (a, b > 0 finite,
+    0 < p, q < 1, the root at most 1/2)."""
+    upper = c.op("Less", q, p)
+    lb = lbeta(c, a, b)
+    log_p = where(c, upper, log1p(c, c.op("Neg", q), F64), c.op("Log", p))  # 1 - q rounds
+    t_left = div(c, add(c, log_p, c.op("Log", a), lb), a)
+    tail = lt(c, sub(c, add(c, t_left, c.op("Log", add(c, a, add(c, b, k(c, 1.0))))), c.op("Log", a)),
+              math.log(1e-17))
+    y = c.op("Min", p, q)
+    normal = _normal_start(c, a, b, p, q, upper)
+    normal_ok = c.op("And", c.op("And", c.op("Greater", a, k(c, 1.0)), c.op("Greater", b, k(c, 1.0))),
+                     c.op("And", c.op("Greater", normal, k(c, 0.0)), lt(c, normal, 0.5)))
+    x0 = where(c, normal_ok, normal, c.op("Min", c.op("Exp", t_left), k(c, 0.5)))
+    regular = c.op("Not", c.op("Or", tail, lt(c, y, TINY)))  # subnormal y off the tail: NaN
+    x = where(c, tail, c.op("Exp", t_left), k(c, np.nan))
+    return on_subset(c, regular, [a, b, y, upper, lb, x0], _halley, x)
+
+
+def betaincinv(c, a, b, y):
+    """``scipy.special.betaincinv(a, b, y)``: the x in [0, 1] with
+    I_x(a, b) = y (module docstring); float64 of any broadcastable shapes
+    in, their broadcast shape out."""
+    shape, (a, b, y) = flat_args(c, a, b, y)
+    nan = k(c, np.nan)
+    bad = c.op("Or", c.op("Or", c.op("IsNaN", a), c.op("IsNaN", b)), c.op("IsNaN", y))
+    bad = c.op("Or", bad, c.op("Or", c.op("LessOrEqual", a, k(c, 0.0)), c.op("LessOrEqual", b, k(c, 0.0))))
+    bad = c.op("Or", bad, c.op("Or", lt(c, y, 0.0), c.op("Greater", y, k(c, 1.0))))
+    y0, y1 = c.op("Equal", y, k(c, 0.0)), c.op("Equal", y, k(c, 1.0))
+    a_inf, b_inf = c.op("IsInf", a), c.op("IsInf", b)
+    # a = inf: 1 where b = 1 (the root y^(1/a)), b = inf: 0 where a = 1 (1 - (1-y)^(1/b)), else NaN, as SciPy
+    value = where(c, c.op("And", a_inf, c.op("Equal", b, k(c, 1.0))), k(c, 1.0), nan)
+    value = where(c, c.op("And", b_inf, c.op("Equal", a, k(c, 1.0))), k(c, 0.0), value)
+    value = where(c, y0, k(c, 0.0), where(c, y1, k(c, 1.0), value))
+    value = where(c, bad, nan, value)
+    inner = c.op("Not", c.op("Or", c.op("Or", bad, c.op("Or", y0, y1)), c.op("Or", a_inf, b_inf)))
+    return c.op("Reshape", on_subset(c, inner, [a, b, y], _mirrored_root, value), shape, allowzero=1)
+
+
+def _mirrored_root(c, a, b, y):
+    """The root for 0 < y < 1, a, b > 0 finite: solved in (0, 1/2] (module docstring)."""
+    half = add(c, mul(c, a, k(c, 0.0)), k(c, 0.5))
+    mirror = c.op("Greater", y, betainc_pair(c, a, b, half)[0])
+    p, q = y, sub(c, k(c, 1.0), y)
+    root = _root(c, where(c, mirror, b, a), where(c, mirror, a, b), where(c, mirror, q, p), where(c, mirror, p, q))
+    return where(c, mirror, sub(c, k(c, 1.0), root), root)
+
+
+FORMULAS = {"betaincinv": betaincinv}

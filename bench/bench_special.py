@@ -64,6 +64,13 @@ def ive_arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
     return v, np.abs(v) * np.exp(rng.normal(size=n)) + 0.1
 
 
+def jv_arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(v, x) for jv: v uniform in [-5, 30] (non-integer: the series, Steed's method and the large-x form),
+    x = |v| exp(N(0, 1)) + 0.1."""
+    v = rng.uniform(-5, 30, n)
+    return v, np.abs(v) * np.exp(rng.normal(size=n)) + 0.1
+
+
 # name -> (PyTensor function, SciPy function, argument generator)
 FUNCTIONS = {"gammainc": (pt.gammainc, sp.gammainc, arguments), "gammaincc": (pt.gammaincc, sp.gammaincc, arguments),
              "gammaincinv": (pt.gammaincinv, sp.gammaincinv, inverse_arguments),
@@ -71,6 +78,7 @@ FUNCTIONS = {"gammainc": (pt.gammainc, sp.gammainc, arguments), "gammaincc": (pt
              "owens_t": (pt.owens_t, sp.owens_t, owens_t_arguments),
              "j0": (pt.j0, sp.j0, bessel_arguments), "j1": (pt.j1, sp.j1, bessel_arguments),
              "ive": (pt.math.ive, sp.ive, ive_arguments), "kve": (pt.kve, sp.kve, ive_arguments)}
+FUNCTIONS["jv"] = (pt.jv, sp.jv, jv_arguments)
 
 
 def median_seconds(fn, runs: int) -> float:

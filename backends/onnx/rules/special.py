@@ -16,13 +16,14 @@ from backends.onnx.registry import emits
 from backends.onnx.rules.common import F64
 from backends.onnx.rules.bessel_f64 import FORMULAS as BESSEL
 from backends.onnx.rules.bessel_ik_f64 import FORMULAS as BESSEL_IK
+from backends.onnx.rules.bessel_jv_f64 import FORMULAS as BESSEL_JV
 from backends.onnx.rules.incbeta_f64 import FORMULAS as INCBETA
 from backends.onnx.rules.incgamma_f64 import FORMULAS as INCGAMMA
 from backends.onnx.rules.incinv_f64 import FORMULAS as INCINV
 from backends.onnx.rules.owens_t_f64 import FORMULAS as OWENS_T
 from backends.onnx.rules.special_f64 import FORMULAS as CLOSED_FORMS
 
-FORMULAS = CLOSED_FORMS | INCGAMMA | INCBETA | INCINV | OWENS_T | BESSEL | BESSEL_IK
+FORMULAS = CLOSED_FORMS | INCGAMMA | INCBETA | INCINV | OWENS_T | BESSEL | BESSEL_IK | BESSEL_JV
 
 # IR op -> model-local function name
 FUNCTION_NAMES = {"gammaln": "GammaLn", "gamma": "Gamma", "psi": "Digamma", "trigamma": "Trigamma",
@@ -32,6 +33,7 @@ FUNCTION_NAMES = {"gammaln": "GammaLn", "gamma": "Gamma", "psi": "Digamma", "tri
                   "owens_t": "OwensT", "j0": "BesselJ0", "j1": "BesselJ1", "ive": "BesselIve", "iv": "BesselIv",
                   "kve": "BesselKve"}
 FUNCTION_NAMES |= {"gammaincinv": "GammaIncPInv", "gammainccinv": "GammaIncQInv"}
+FUNCTION_NAMES |= {"jv": "BesselJv"}
 
 
 def float64_body(fn, dtype):

@@ -65,7 +65,8 @@ def betaincinv_arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 def ive_arguments(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
-    """(v, x) for ive and kve: v uniform in [-5, 30] (non-integer: the general method), x = |v| exp(N(0, 1)) + 0.1."""
+    """(v, x) for ive, kve and jv: v uniform in [-5, 30] (non-integer: the general methods; jv's series,
+    Steed's method and large-x form), x = |v| exp(N(0, 1)) + 0.1."""
     v = rng.uniform(-5, 30, n)
     return v, np.abs(v) * np.exp(rng.normal(size=n)) + 0.1
 
@@ -82,9 +83,9 @@ FUNCTIONS = {"gammainc": (pt.gammainc, sp.gammainc, arguments), "gammaincc": (pt
              "gammainccinv": (pt.gammainccinv, sp.gammainccinv, inverse_arguments),
              "owens_t": (pt.owens_t, sp.owens_t, owens_t_arguments),
              "j0": (pt.j0, sp.j0, bessel_arguments), "j1": (pt.j1, sp.j1, bessel_arguments),
-             "ive": (pt.math.ive, sp.ive, ive_arguments), "kve": (pt.kve, sp.kve, ive_arguments)}
-FUNCTIONS["hyp2f1"] = (pt.hyp2f1, sp.hyp2f1, hyp2f1_arguments)
-FUNCTIONS["betaincinv"] = (pt.betaincinv, sp.betaincinv, betaincinv_arguments)
+             "ive": (pt.math.ive, sp.ive, ive_arguments), "kve": (pt.kve, sp.kve, ive_arguments),
+             "jv": (pt.jv, sp.jv, ive_arguments), "hyp2f1": (pt.hyp2f1, sp.hyp2f1, hyp2f1_arguments),
+             "betaincinv": (pt.betaincinv, sp.betaincinv, betaincinv_arguments)}
 
 
 def median_seconds(fn, runs: int) -> float:

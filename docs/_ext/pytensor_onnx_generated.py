@@ -57,13 +57,12 @@ def supported_ops_rst() -> str:
     """The generated part of the supported-ops page (reStructuredText): the
     lowering rules as one table per rule module (each row an op class, its
     module, the rule function and the first paragraph of its docstring), the
-    scalar rules, the batched core ops, the random distributions and the
-    special functions left unsupported."""
+    scalar rules, the batched core ops and the random distributions."""
     import compiler  # noqa: F401 - registers every lowering rule
     import compiler.nn  # noqa: F401 - registers the building blocks' rules
     from compiler.lowering import find_rule, supported_op_types
     from compiler.lowering.rules import linalg, random
-    from compiler.lowering.rules.scalar_ops import NO_CLOSED_FORM, _SCALAR_RULES
+    from compiler.lowering.rules.scalar_ops import _SCALAR_RULES
 
     rules = {cls: find_rule(cls) for cls in supported_op_types()}
     out = [f"The registry holds {len(rules)} PyTensor ``Op`` classes and {len(_SCALAR_RULES)} scalar ops "
@@ -87,9 +86,6 @@ def supported_ops_rst() -> str:
             "Under ``random=\"inputs\"`` or ``\"onnx\"`` (``compiler/lowering/rules/random.py``):", ""]
     out += _table("Random variables with an exact noise transform", ("RandomVariable", "from"),
                   sorted((f"``{cls.__qualname__}``", f"``{cls.__module__}``") for cls in random._TRANSFORMS))
-    out += [".. rubric:: Special functions left unsupported", ""]
-    out += _table("Scalar ops the error names, with its reason", ("scalar op", "reason"),
-                  sorted((f"``{name}``", reason) for name, reason in NO_CLOSED_FORM.items()))
     return "\n".join(out)
 
 

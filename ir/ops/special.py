@@ -12,6 +12,7 @@ and says so:
 * ``i2e(+-inf) = 0`` (``ive(2, x)``; SciPy returns NaN);
 * ``j0(+-inf) = j1(+-inf) = 0`` (the C library's ``j0``/``j1``, which
   PyTensor's C backend calls; SciPy 1.17 returns NaN);
+* ``jv(v, +-inf) = 0`` for finite v (the limit; SciPy returns NaN);
 * ``gammaln(-inf) = +inf`` (C's ``lgamma``, which PyTensor's C and Numba
   backends call; SciPy returns -inf).
 
@@ -168,6 +169,11 @@ def _iv_reference(v, x):
 BINARY_SPECIAL |= {"ive": _ive_reference, "iv": _iv_reference,
                    "kve": lambda v, x: np.where(np.isnan(v), np.nan,  # SciPy: inf at x = 0 for a NaN order
                                                 np.where((x == np.inf) & np.isfinite(v), 0.0, sp.kve(v, x)))}
+
+# Bessel function of the first kind J_v(x) of any real order: SciPy's (AMOS) values, with the
+# limit 0 at x = +-inf (SciPy: NaN; backends/onnx/rules/bessel_jv_f64.py).
+BINARY_SPECIAL |= {"jv": lambda v, x: np.where(np.isinf(x) & np.isfinite(v) & ((x > 0) | (np.floor(v) == v)),
+                                                0.0, sp.jv(v, x))}
 
 for _name, _fn in (BINARY_SPECIAL | TERNARY_SPECIAL).items():
     register(OpDef(_name, _binary_special_infer(_name),

@@ -476,7 +476,7 @@ ULPS["owens_t"] = 1024
 # transition x ~ v, negative x (NaN for a non-integer order), NaN (interpreter: SciPy's AMOS,
 # tests/numerics/test_bessel_i.py holds the contract against mpmath)
 BESSEL_VALUES = ([0.0, 1.0, 2.5, -1.5, 7.3, 40.0], [0.0, 0.3, 2.0, 7.0, 45.0, 300.0, -2.0])
-ULPS |= {"ive": 1024, "iv": 1024, "kve": 1024}
+ULPS |= {"ive": 1024, "iv": 1024, "kve": 1024, "jv": 1024}
 
 # hyp2f1 (a, b, c, z): the direct series, the z/(z-1) and 1-z transformations, a polynomial
 # (a = -2), NaN (tests/numerics/test_hyp2f1.py holds the contract, against mpmath)
@@ -492,7 +492,7 @@ def special_cases():
         for dtype in (F32, F64):
             a, y = (np.array(v + [np.nan, np.inf], dtype.numpy) for v in GAMMA_INVERSE_VALUES)
             yield Case(op, grid(a, y))
-    for op in ("ive", "iv", "kve"):
+    for op in ("ive", "iv", "kve", "jv"):
         for dtype in (F32, F64):
             v, x = (np.array(vals + [np.nan], dtype.numpy) for vals in BESSEL_VALUES)
             yield Case(op, grid(v, x))

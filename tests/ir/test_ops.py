@@ -101,6 +101,9 @@ EVAL = [
     ("ive", {}, [f64(0, 1, 0.5, 0.5), f64(0, 0, 2, inf)], [f64(1, 0, math.sqrt(1 / (4 * math.pi)) * (1 - e ** -4), 0)]),
     ("iv", {}, [f64(0, 0.5, 2, 0.5), f64(0, 2, -inf, inf)], [f64(1, math.sqrt(1 / math.pi) * math.sinh(2), inf, inf)]),
     ("kve", {}, [f64(0.5, -0.5, 0.5), f64(2, 2, inf)], [f64(math.sqrt(math.pi / 4), math.sqrt(math.pi / 4), 0)]),
+    # J_1/2(x) = sqrt(2 / (pi x)) sin(x), J_-1/2(x) = sqrt(2 / (pi x)) cos(x) (DLMF 10.16.1)
+    ("jv", {}, [f64(0.5, -0.5, 0, -3, 2.5, 0.5), f64(math.pi / 2, math.pi, 0, 0, -1, inf)],
+     [f64(2 / math.pi, -math.sqrt(2) / math.pi, 1, -0.0, nan, 0)]),
     ("layer_norm", {"epsilon": 0.0}, [np.array([[1.0, 3.0], [5.0, 5.0 + 2 ** -20]]), f64(1, 2), f64(0, 1)],
      [np.array([[-1.0, 3.0], [-1.0, 3.0]])]),
     ("rms_norm", {"epsilon": 0.0}, [np.array([[3.0, 4.0], [0.0, -2.0]]), f64(1, 2)],

@@ -16,6 +16,7 @@ from backends.onnx.registry import emits
 from backends.onnx.rules.common import F64
 from backends.onnx.rules.bessel_f64 import FORMULAS as BESSEL
 from backends.onnx.rules.bessel_ik_f64 import FORMULAS as BESSEL_IK
+from backends.onnx.rules.bessel_jv_f64 import FORMULAS as BESSEL_JV
 from backends.onnx.rules.hyp2f1_f64 import FORMULAS as HYP2F1
 from backends.onnx.rules.incbeta_f64 import FORMULAS as INCBETA
 from backends.onnx.rules.incbetainv_f64 import FORMULAS as INCBETAINV
@@ -24,7 +25,7 @@ from backends.onnx.rules.incinv_f64 import FORMULAS as INCINV
 from backends.onnx.rules.owens_t_f64 import FORMULAS as OWENS_T
 from backends.onnx.rules.special_f64 import FORMULAS as CLOSED_FORMS
 
-FORMULAS = CLOSED_FORMS | INCGAMMA | INCBETA | INCINV | INCBETAINV | OWENS_T | BESSEL | BESSEL_IK
+FORMULAS = CLOSED_FORMS | INCGAMMA | INCBETA | INCINV | INCBETAINV | OWENS_T | BESSEL | BESSEL_IK | BESSEL_JV
 FORMULAS |= HYP2F1
 
 # IR op -> model-local function name
@@ -37,6 +38,7 @@ FUNCTION_NAMES = {"gammaln": "GammaLn", "gamma": "Gamma", "psi": "Digamma", "tri
 FUNCTION_NAMES |= {"gammaincinv": "GammaIncPInv", "gammainccinv": "GammaIncQInv"}
 FUNCTION_NAMES |= {"hyp2f1": "Hyp2F1"}
 FUNCTION_NAMES["betaincinv"] = "BetaIncInv"
+FUNCTION_NAMES |= {"jv": "BesselJv"}
 
 
 def float64_body(fn, dtype):

@@ -53,14 +53,6 @@ BOOL = DType.BOOL
 scalar_rule = class_table_decorator(_SCALAR_RULES, "scalar")
 
 
-_ITERATIVE = ("is not lowered yet: SciPy evaluates it with an iteration or series whose number of steps "
-              "depends on the arguments, to be written as an ONNX Loop as gammainc/betainc are (docs/status.md, "
-              "'Special functions not lowered yet')")
-# Special functions not lowered yet, with the reason the error gives.
-NO_CLOSED_FORM = {name: _ITERATIVE for name in (
-    "Jv",)}
-
-
 def supported_scalar_ops() -> list[type]:
     """Every PyTensor ``ScalarOp`` class with a scalar rule."""
     return list(_SCALAR_RULES)
@@ -87,8 +79,7 @@ def lower_scalar_node(ctx: LoweringContext, node, args: Sequence[Value]) -> list
     if rule is None:
         for var in node.outputs:
             ir_dtype(var)  # a complex result says so, whatever its op
-        why = NO_CLOSED_FORM.get(type(node.op).__name__, "has no exact ONNX lowering")
-        raise Unsupported(f"scalar op {node.op} ({type(node.op).__name__}) {why}")
+        raise Unsupported(f"scalar op {node.op} ({type(node.op).__name__}) has no exact ONNX lowering")
     return ctx.memoized(("scalar", node), args, lambda: _checked(ctx, rule, node, args))
 
 
@@ -423,6 +414,21 @@ def _bessel_i(scaled: bool):
 scalar_rule(psm.Ive)(_bessel_i(scaled=True))
 if Iv is not None:  # PyTensor 2.x (3.0 has no Iv)
     scalar_rule(Iv)(_bessel_i(scaled=False))
+
+
+@scalar_rule(psm.Jv)
+def _jv(ctx, node, args):
+    # Jv.impl: scipy.special.jv(v, x). Constant orders 0 and +-1 keep j0/j1 (J_-1 = -J_1); any other
+    # order is the general jv op (Steed's method: rules/bessel_jv_f64.py), e.g. the order 2 of j1's gradient.
+    dtype = out_dtype(node)
+    x = ctx.cast(args[1], dtype)
+    ctx.reads_values()
+    order = _known_value(args[0])
+    if order is None or np.unique(order).size != 1 or float(np.ravel(order)[0]) not in (0, 1, -1):
+        return [ctx.add("jv", [ctx.cast(args[0], dtype), x])]
+    v = float(np.ravel(order)[0])
+    y = ctx.add("j0" if v == 0 else "j1", [x])
+    return [ctx.add("neg", [y])] if v == -1 else [y]
 
 
 @scalar_rule(MulWithoutZeros)

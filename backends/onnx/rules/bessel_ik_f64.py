@@ -265,7 +265,7 @@ def ive(c, v, x):
     integer = is_integer(c, vf)
     negative_fraction = c.op("And", c.op("Less", vf, k(c, 0.0)), c.op("Not", integer))
     valid = c.op("And", c.op("Greater", a, k(c, 0.0)), c.op("Not", c.op("IsInf", a)))
-    valid = c.op("And", valid, c.op("Not", c.op("IsInf", nu)))
+    valid = c.op("And", valid, c.op("Not", c.op("Or", c.op("IsInf", nu), c.op("IsNaN", nu))))  # no NaN in a Loop
     out = mul(c, a, k(c, 0.0))
     nu_sq = mul(c, add(c, mul(c, nu, nu, k(c, 4.0)), k(c, 10.0)), div(c, k(c, 0.125), c.op("Max", a, k(c, 1.0))))
     asymptotic = c.op("And", c.op("Greater", a, k(c, 100.0)),
@@ -309,7 +309,7 @@ def kve(c, v, x):
     shape, (vf, xf) = flat_args(c, v, x)
     nu = c.op("Abs", vf)
     valid = c.op("And", c.op("Greater", xf, k(c, 0.0)), c.op("Not", c.op("IsInf", xf)))
-    valid = c.op("And", valid, c.op("Not", c.op("IsInf", nu)))
+    valid = c.op("And", valid, c.op("Not", c.op("Or", c.op("IsInf", nu), c.op("IsNaN", nu))))  # no NaN in a Loop
     out = on_subset(c, valid, [nu, xf], lambda c, nu, a: scaled_k(c, nu, a)[0], mul(c, xf, k(c, 0.0)))
     out = where(c, c.op("Equal", xf, k(c, 0.0)), k(c, np.inf), where(c, c.op("IsInf", xf), k(c, 0.0), out))
     bad = c.op("Or", c.op("Less", xf, k(c, 0.0)), c.op("Or", c.op("IsInf", nu), c.op("IsNaN", vf)))

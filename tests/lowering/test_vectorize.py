@@ -304,3 +304,20 @@ def test_an_arange_of_a_batched_length_keeps_its_loop():
     reference = pytensor.function([x], outputs, mode=REFERENCE_MODE)
     for b in range(3):
         np.testing.assert_allclose(got[b], reference(values[b])[0], rtol=1e-13)
+
+
+def test_blas_ops_are_batched_matmuls():
+    """``Gemv``, ``Gemm``, ``Ger``, ``Dot22`` and ``Dot22Scalar`` (what
+    PyTensor's BLAS rewrites leave in a compiled function), with batched
+    scalars and a ``beta`` of 0 at one point (the accumulator not read:
+    a NaN in it stays out of the result there): batched ``MatMul``s (``BLOCKWISE_RULES``), no loop over
+    the batch, rows equal."""
+    from pytensor.tensor.blas import _dot22, _dot22scalar, gemm_no_inplace, gemv_no_inplace, ger
+
+    x, m, s = pt.dvector("x"), pt.dmatrix("m"), pt.dscalar("s")
+    outputs = [gemv_no_inplace(x[::-1], s, m, x, s - 1.0), gemm_no_inplace(m.T, 2.0 * s, m, m, s - 1.0),
+               ger(m, s, x, x[::-1]), _dot22(m, m.T), _dot22scalar(m, m, s)]
+    batch = {"x": "points", "m": "points", "s": "points"}
+    xs, ms, ss = RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4, 4)), np.array([0.5, 1.0, -2.0])
+    xs[1, 0] = ms[1, 0, 0] = np.nan  # beta = 0 at point 1: y and C are not read
+    _no_loop_rows([x, m, s], outputs, [xs, ms, ss], batch)  # NaN positions compared too

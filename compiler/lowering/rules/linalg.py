@@ -110,6 +110,39 @@ def lower_ger(ctx: LoweringContext, node) -> list[Value]:
     return [ctx.add("add", [A, outer])]
 
 
+def _blas_rule(core_rank: int):
+    """The ``BLOCKWISE_RULES`` entry of a BLAS op (vectorized compiled
+    functions hold them) whose scalars ``alpha``/``beta`` gain batch dims
+    under ``Blockwise``: ``Gemm``/``Gemv`` as ``beta * acc + alpha * matmul``
+    (``acc`` ignored where ``beta == 0``, as ``lower_gemm``), ``Ger`` as
+    ``A + x * (alpha * y)`` (as ``lower_ger``); ``core_rank`` is the core
+    output rank the scalars are broadcast over."""
+    def rule(ctx: LoweringContext, node, args: list) -> Value:
+        dtype = ir_dtype(node.outputs[0])
+
+        def lift(s: Value, rank: int = core_rank) -> Value:
+            return ctx.add("unsqueeze", [ctx.cast(s, dtype)], {"axes": list(range(s.rank, s.rank + rank))})
+
+        if isinstance(node.op.core_op, Ger):
+            A, alpha, x, y = args
+            scaled_y = ctx.add("mul", [lift(alpha, 1), y])
+            outer = ctx.add("mul", [ctx.add("unsqueeze", [x], {"axes": [x.rank]}),
+                                    ctx.add("unsqueeze", [scaled_y], {"axes": [scaled_y.rank - 1]})])
+            return ctx.add("add", [A, outer])
+        acc, alpha, a, b, beta = args
+        if isinstance(node.op.core_op, Gemv):
+            column = _matmul(ctx, node, a, ctx.add("unsqueeze", [b], {"axes": [b.rank]}))
+            product = ctx.add("squeeze", [column], {"axes": [column.rank - 1]})
+        else:
+            product = _matmul(ctx, node, a, b)
+        product = ctx.add("mul", [lift(alpha), product])
+        beta = lift(beta)
+        full = ctx.add("add", [ctx.add("mul", [acc, beta]), product])
+        beta_is_zero = ctx.add("eq", [beta, ctx.scalar(0, dtype)])
+        return ctx.add("where", [beta_is_zero, broadcast_against(ctx, product, [acc]), full])
+    return rule
+
+
 # -- Blockwise -----------------------------------------------------------
 BlockwiseRule = Callable[[LoweringContext, object, list], "Value | tuple[Value, ...]"]
 
@@ -117,6 +150,12 @@ BlockwiseRule = Callable[[LoweringContext, object, list], "Value | tuple[Value, 
 # broadcast as in NumPy gufuncs, which is what Blockwise does.
 BLOCKWISE_RULES: dict[type, BlockwiseRule] = {
     Dot: lambda ctx, node, args: _matmul(ctx, node, *args),  # Matmul: (m,n),(n,p)->(m,p)
+    Dot22: lambda ctx, node, args: _matmul(ctx, node, *args),
+    Dot22Scalar: lambda ctx, node, args: ctx.add("mul", [
+        ctx.add("unsqueeze", [args[2]], {"axes": [args[2].rank, args[2].rank + 1]}), _matmul(ctx, node, *args[:2])]),
+    Gemm: _blas_rule(2),
+    Gemv: _blas_rule(1),
+    Ger: _blas_rule(2),
 }
 
 

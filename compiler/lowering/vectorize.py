@@ -163,9 +163,9 @@ def local_blockwise_join(fgraph, node):
     """``Blockwise(Join)`` with a constant ``axis`` (the gradient of a
     vectorized ``concatenate``) as one ``Join`` along ``axis + batch_ndim``
     (a negative axis counts from the end and stays) of the inputs broadcast
-    to their common batch shape (``broadcast_shape`` of the batch dims, a
-    run-time length 1 included, as ``Blockwise`` broadcasts; inputs whose
-    static batch shape is already it are left alone). Returns None (no
+    to their common batch shape (``_common_dim`` per batch axis, a run-time
+    length 1 included, as ``Blockwise`` broadcasts; left alone when every
+    input's static batch shape is already the output's). Returns None (no
     rewrite) for a batched or non-constant axis.
     """
     if not isinstance(node.op.core_op, Join):

@@ -41,7 +41,7 @@ import numpy as np
 
 from backends.onnx.rules.common import I64
 from backends.onnx.rules.iterative_f64 import converge, flat_args, on_subset
-from backends.onnx.rules.special_f64 import add, div, gamma, k, lt, mul, psi, sub, where
+from backends.onnx.rules.special_f64 import add, div, fold, gamma, k, lt, mul, psi, sub, where
 
 MACHEP = 1.11022302462515654042e-16  # Cephes MACHEP
 EPS = 1.0e-13  # Cephes hyp2f1.c EPS: closeness to an integer
@@ -64,17 +64,11 @@ def _nonpositive_int(c, v):
 
 
 def _or(c, *bs):
-    out = bs[0]
-    for b in bs[1:]:
-        out = c.op("Or", out, b)
-    return out
+    return fold(c, "Or", bs)
 
 
 def _and(c, *bs):
-    out = bs[0]
-    for b in bs[1:]:
-        out = c.op("And", out, b)
-    return out
+    return fold(c, "And", bs)
 
 
 def _not(c, b):

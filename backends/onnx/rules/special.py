@@ -25,8 +25,8 @@ from backends.onnx.rules.incinv_f64 import FORMULAS as INCINV
 from backends.onnx.rules.owens_t_f64 import FORMULAS as OWENS_T
 from backends.onnx.rules.special_f64 import FORMULAS as CLOSED_FORMS
 
-FORMULAS = CLOSED_FORMS | INCGAMMA | INCBETA | INCINV | INCBETAINV | OWENS_T | BESSEL | BESSEL_IK | BESSEL_JV
-FORMULAS |= HYP2F1
+FORMULAS = (CLOSED_FORMS | INCGAMMA | INCBETA | INCINV | INCBETAINV | OWENS_T | BESSEL | BESSEL_IK | BESSEL_JV
+            | HYP2F1)
 
 # IR op -> model-local function name
 FUNCTION_NAMES = {"gammaln": "GammaLn", "gamma": "Gamma", "psi": "Digamma", "trigamma": "Trigamma",
@@ -34,11 +34,8 @@ FUNCTION_NAMES = {"gammaln": "GammaLn", "gamma": "Gamma", "psi": "Digamma", "tri
                   "i1": "BesselI1", "i0e": "BesselI0e", "i1e": "BesselI1e", "i2e": "BesselI2e", "atan2": "Atan2",
                   "gammainc": "GammaIncP", "gammaincc": "GammaIncQ", "betainc": "BetaInc",
                   "owens_t": "OwensT", "j0": "BesselJ0", "j1": "BesselJ1", "ive": "BesselIve", "iv": "BesselIv",
-                  "kve": "BesselKve"}
-FUNCTION_NAMES |= {"gammaincinv": "GammaIncPInv", "gammainccinv": "GammaIncQInv"}
-FUNCTION_NAMES |= {"hyp2f1": "Hyp2F1"}
-FUNCTION_NAMES["betaincinv"] = "BetaIncInv"
-FUNCTION_NAMES |= {"jv": "BesselJv"}
+                  "kve": "BesselKve", "jv": "BesselJv", "gammaincinv": "GammaIncPInv",
+                  "gammainccinv": "GammaIncQInv", "betaincinv": "BetaIncInv", "hyp2f1": "Hyp2F1"}
 
 
 def float64_body(fn, dtype):

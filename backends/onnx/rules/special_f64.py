@@ -68,18 +68,21 @@ def k(c, v):
     return c.const(v, F64)
 
 
-def add(c, *xs):
+def fold(c, op, xs):
+    """``op(...op(op(xs[0], xs[1]), xs[2])..., xs[-1])``: a left fold of
+    the binary ONNX op ``op`` (``Add``, ``Mul``, ``And``, ``Or``)."""
     out = xs[0]
     for x in xs[1:]:
-        out = c.op("Add", out, x)
+        out = c.op(op, out, x)
     return out
+
+
+def add(c, *xs):
+    return fold(c, "Add", xs)
 
 
 def mul(c, *xs):
-    out = xs[0]
-    for x in xs[1:]:
-        out = c.op("Mul", out, x)
-    return out
+    return fold(c, "Mul", xs)
 
 
 def sub(c, a, b):

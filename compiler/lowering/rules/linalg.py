@@ -148,9 +148,13 @@ BlockwiseRule = Callable[[LoweringContext, object, list], "Value | tuple[Value, 
 
 # Core op class -> rule on the batched inputs (one output). Batch dims
 # broadcast as in NumPy gufuncs, which is what Blockwise does.
+def _matmul_rule(ctx: LoweringContext, node, args: list) -> Value:
+    return _matmul(ctx, node, *args)
+
+
 BLOCKWISE_RULES: dict[type, BlockwiseRule] = {
-    Dot: lambda ctx, node, args: _matmul(ctx, node, *args),  # Matmul: (m,n),(n,p)->(m,p)
-    Dot22: lambda ctx, node, args: _matmul(ctx, node, *args),
+    Dot: _matmul_rule,  # Matmul: (m,n),(n,p)->(m,p)
+    Dot22: _matmul_rule,
     Dot22Scalar: lambda ctx, node, args: ctx.add("mul", [
         ctx.add("unsqueeze", [args[2]], {"axes": [args[2].rank, args[2].rank + 1]}), _matmul(ctx, node, *args[:2])]),
     Gemm: _blas_rule(2),

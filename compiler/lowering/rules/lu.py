@@ -36,7 +36,7 @@ from compiler.lowering.registry import lowers
 from compiler.lowering.rules.decompositions import float_args
 from compiler.lowering.rules.indexing import dim_of, int64_value
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
-from compiler.lowering.rules.matrix_loops import diagonal, lu_loop, positions, run_steps, unsq
+from compiler.lowering.rules.matrix_loops import diagonal, lu_loop, positions, run_steps, swap_entries, unsq
 from ir import DType, Value
 
 INT32, INT64 = DType.INT32, DType.INT64
@@ -97,13 +97,8 @@ def _pivot_to_permutation_rule(ctx: LoweringContext, node, args: list[Value]) ->
 
     def step(c: LoweringContext, j: Value, carried: list, invariant: list) -> list:
         (order,), (piv, r) = carried, invariant
-        last = order.rank - 1
-        q = c.add("gather", [piv, unsq(c, j, 0)], {"axis": last})  # (..., 1)
-        at_j, at_q = c.add("eq", [r, j]), c.add("eq", [r, q])
-        order_j = c.add("gather", [order, unsq(c, j, 0)], {"axis": last})
-        order_q = c.add("reduce_sum", [c.add("where", [at_q, order, c.scalar(0, INT64)])],
-                        {"axes": [last], "keepdims": True})
-        return [c.add("where", [at_j, order_q, c.add("where", [at_q, order_j, order])])]
+        q = c.add("gather", [piv, unsq(c, j, 0)], {"axis": piv.rank - 1})  # (..., 1)
+        return [swap_entries(c, order, r, j, q)]
 
     (order,) = run_steps(ctx, int64_value(ctx, dim_of(ctx, pivots, -1)), [start], [pivots, rows], step)
     out = order if op.inverse else _inverse_order(ctx, order)

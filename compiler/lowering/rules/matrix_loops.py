@@ -57,12 +57,25 @@ def size_of(ctx: LoweringContext, a: Value) -> Value:
     return int64_value(ctx, dim_of(ctx, a, -1))
 
 
-def positions(ctx: LoweringContext, a: Value) -> Value:
-    """``range(n)`` as ``i64[n]`` for the matrix size of ``a``."""
-    n = a.shape[-1]
+def positions(ctx: LoweringContext, a: Value, axis: int = -1) -> Value:
+    """``range(a.shape[axis])`` as ``i64[n]`` (by default the matrix size of ``a``)."""
+    n = a.shape[axis]
     if isinstance(n, int):
         return ctx.i64(np.arange(n))
-    return ctx.add("range", [ctx.scalar(0, INT64), size_of(ctx, a), ctx.scalar(1, INT64)])
+    return ctx.add("range", [ctx.scalar(0, INT64), int64_value(ctx, dim_of(ctx, a, axis)), ctx.scalar(1, INT64)])
+
+
+def swap_entries(ctx: LoweringContext, order: Value, rows: Value, j: Value, q: Value) -> Value:
+    """``order`` (``i64 (..., n)``) with its entries ``j`` (an ``i64[]``) and
+    ``q`` (``(..., 1)``, one per batch element) exchanged; ``rows`` is
+    ``range(n)``. Entry ``q`` is read as a sum with zeros elsewhere (exact
+    for integers)."""
+    last = order.rank - 1
+    at_j, at_q = ctx.add("eq", [rows, j]), ctx.add("eq", [rows, q])
+    order_j = ctx.add("gather", [order, unsq(ctx, j, 0)], {"axis": last})  # (..., 1)
+    order_q = ctx.add("reduce_sum", [ctx.add("where", [at_q, order, ctx.scalar(0, INT64)])],
+                      {"axes": [last], "keepdims": True})
+    return ctx.add("where", [at_j, order_q, ctx.add("where", [at_q, order_j, order])])
 
 
 def run_steps(ctx: LoweringContext, count: Value, carried: Sequence[Value], invariant: Sequence[Value],
@@ -252,13 +265,7 @@ def lu_loop(ctx: LoweringContext, a: Value, rhs: Value | None = None, pivots: bo
             B = c.add("where", [below, c.add("sub", [B, c.add("mul", [l, brow])]), B])
             out.append(B)
         if pivots:
-            at_j, at_p = c.add("eq", [r, j]), c.add("eq", [r, p])  # (n,), (..., n)
-            zero = c.scalar(0, INT64)
-            order_j = c.add("gather", [order, unsq(c, j, 0)], {"axis": order.rank - 1})  # (..., 1)
-            order_p = c.add("reduce_sum", [c.add("where", [at_p, order, zero])], {"axes": [order.rank - 1],
-                                                                                  "keepdims": True})
-            out += [c.add("where", [at_j, p, ipiv]),
-                    c.add("where", [at_j, order_p, c.add("where", [at_p, order_j, order])])]
+            out += [c.add("where", [c.add("eq", [r, j]), p, ipiv]), swap_entries(c, order, r, j, p)]
         return out
 
     results = run_steps(ctx, size_of(ctx, a), carried, [rows], step)

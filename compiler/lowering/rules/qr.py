@@ -39,8 +39,6 @@ PyTensor's own (3.0's ``QR.L_op``), lowered through the ops it builds.
 
 from __future__ import annotations
 
-import numpy as np
-
 from compiler.lowering.compat import QR
 from compiler.lowering.context import LoweringContext
 from compiler.lowering.errors import Unsupported
@@ -48,20 +46,12 @@ from compiler.lowering.registry import lowers
 from compiler.lowering.rules.decompositions import float_args
 from compiler.lowering.rules.indexing import dim_of, int64_value
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
-from compiler.lowering.rules.matrix_loops import column, run_steps, unsq, zeros_like
+from compiler.lowering.rules.matrix_loops import column, positions, run_steps, unsq
 from compiler.lowering.rules.scalar_ops import shape_of
 from ir import DType, Value
 
 INT64 = DType.INT64
 MODES = ("full", "economic", "r")
-
-
-def _range(ctx: LoweringContext, x: Value, axis: int) -> Value:
-    """``range(x.shape[axis])`` as ``i64[size]``."""
-    size = x.shape[axis]
-    if isinstance(size, int):
-        return ctx.i64(np.arange(size))
-    return ctx.add("range", [ctx.scalar(0, INT64), int64_value(ctx, dim_of(ctx, x, axis)), ctx.scalar(1, INT64)])
 
 
 def _steps(ctx: LoweringContext, a: Value) -> Value:
@@ -74,7 +64,7 @@ def _steps(ctx: LoweringContext, a: Value) -> Value:
 
 def _eye(ctx: LoweringContext, a: Value) -> Value:
     """Identity matrices ``(..., m, m)`` for ``a`` of shape ``(..., m, n)``."""
-    rows = _range(ctx, a, a.rank - 2)
+    rows = positions(ctx, a, a.rank - 2)
     eye = ctx.cast(ctx.add("eq", [unsq(ctx, rows, 1), rows]), a.dtype)
     batch = ctx.add("slice", [shape_of(ctx, a), ctx.i64([0]), ctx.i64([a.rank - 1]), ctx.i64([1])], {"axes": [0]})
     square = ctx.add("concat", [batch, ctx.add("slice", [shape_of(ctx, a), ctx.i64([a.rank - 2]),
@@ -88,7 +78,7 @@ def householder_qr(ctx: LoweringContext, a: Value, want_q: bool) -> tuple[Value 
     Householder reflections (module docstring): ``Q (..., m, m)`` (None
     unless ``want_q``) and ``R (..., m, n)``, upper trapezoidal with exact
     zeros below the diagonal."""
-    rows, cols = _range(ctx, a, a.rank - 2), _range(ctx, a, a.rank - 1)
+    rows, cols = positions(ctx, a, a.rank - 2), positions(ctx, a, a.rank - 1)
     carried = [a] + ([_eye(ctx, a)] if want_q else [])
 
     def step(c: LoweringContext, j: Value, state: list, invariant: list) -> list:
@@ -99,7 +89,7 @@ def householder_qr(ctx: LoweringContext, a: Value, want_q: bool) -> tuple[Value 
         at, below = c.add("eq", [r, j]), c.add("gt", [r, j])  # (m,)
         col = column(c, R, j)  # (..., m)
         last = col.rank - 1
-        alpha = c.add("reduce_sum", [c.add("where", [at, col, c.scalar(-0.0, dt)])], {"axes": [last], "keepdims": True})
+        alpha = c.add("gather", [col, unsq(c, j, 0)], {"axis": last})  # (..., 1)
         x = c.add("where", [below, col, zero])
         scale = c.add("maximum", [c.add("reduce_max", [c.add("abs", [x])], {"axes": [last], "keepdims": True}),
                                   c.add("abs", [alpha])])

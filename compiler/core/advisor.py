@@ -132,7 +132,9 @@ def _describe_float64_window(node: Node, upcasts: dict):
 
 
 def _loop(node: Node, emit) -> bool:
-    return node.op == "loop"
+    # a loop with a stop condition (a ScalarLoop, a search until every element converged) runs as
+    # many iterations as its data needs: no static size unrolls it
+    return node.op == "loop" and not node.attrs.get("has_condition", False)
 
 
 def _describe_loop(node: Node, upcasts: dict):

@@ -7,7 +7,7 @@ into the pages.
   registries hold, read from them at build time
   (``compiler.lowering.registry.supported_op_types``, ``rules.scalar_ops.
   supported_scalar_ops``, ``rules.linalg.BLOCKWISE_RULES``, the random
-  distributions of ``rules.random``), with ``compiler.nn`` imported so that
+  distributions of ``rules.random_transforms``), with ``compiler.nn`` imported so that
   its rules are registered too; ``tests/docs/test_supported_ops.py`` checks
   it names every entry.
 - ``cli_help_texts()`` (``.. cli-help::`` of ``cli.md``): the ``--help`` of
@@ -61,7 +61,7 @@ def supported_ops_rst() -> str:
     import compiler  # noqa: F401 - registers every lowering rule
     import compiler.nn  # noqa: F401 - registers the building blocks' rules
     from compiler.lowering import find_rule, supported_op_types
-    from compiler.lowering.rules import linalg, random
+    from compiler.lowering.rules import linalg, random_transforms
     from compiler.lowering.rules.scalar_ops import _SCALAR_RULES
 
     rules = {cls: find_rule(cls) for cls in supported_op_types()}
@@ -83,9 +83,9 @@ def supported_ops_rst() -> str:
     out += _table("Core ops of ``Blockwise`` with their own rule", ("core op", "from"),
                   sorted((f"``{cls.__qualname__}``", f"``{cls.__module__}``") for cls in linalg.BLOCKWISE_RULES))
     out += [".. rubric:: Random distributions", "",
-            "Under ``random=\"inputs\"`` or ``\"onnx\"`` (``compiler/lowering/rules/random.py``):", ""]
+            "Under ``random=\"inputs\"`` or ``\"onnx\"`` (``compiler/lowering/rules/random_transforms.py``):", ""]
     out += _table("Random variables with an exact noise transform", ("RandomVariable", "from"),
-                  sorted((f"``{cls.__qualname__}``", f"``{cls.__module__}``") for cls in random._TRANSFORMS))
+                  sorted((f"``{cls.__qualname__}``", f"``{cls.__module__}``") for cls in random_transforms.TRANSFORMS))
     return "\n".join(out)
 
 

@@ -190,7 +190,7 @@ def test_no_policy_is_unsupported_and_names_the_option():
 
 
 def test_other_distributions_are_unsupported_with_the_reason():
-    x = pt.random.gamma(2.0, 1.0, size=(3,), rng=_rng())
+    x = pt.random.hypergeometric(5, 3, 4, size=(3,), rng=_rng())
     with pytest.raises(UnsupportedOpsError, match="no exact transform of uniform or normal noise"):
         compile_to_onnx([], outputs=[x], random="onnx")
 

@@ -423,19 +423,21 @@ def test_the_random_family_finds_a_wrong_transform(monkeypatch):
     """A normal draw lowered with its scale 12% too large is a mismatch."""
     from pytensor.tensor.random import basic as rb
 
-    from compiler.lowering.rules import random as random_rules
+    import dataclasses
+
+    from compiler.lowering.rules import random_transforms
     from compiler.tools.fuzz.random_draws import generate_random, run_random_case
 
     seed = next(s for s in range(100) if "pt.random.normal(" in generate_random(s, 1).source()
                 and ".owner" not in generate_random(s, 1).source())
     program = generate_random(seed, 1)
     assert run_random_case(program).kind == "match"
-    noise, transform, core = random_rules._TRANSFORMS[rb.NormalRV]
+    spec = random_transforms.TRANSFORMS[rb.NormalRV]
 
     def wider(ctx, z, p):
-        return transform(ctx, ctx.add("mul", [z, ctx.scalar(1.12, z.dtype)]), p)
+        return spec.fn(ctx, ctx.add("mul", [z, ctx.scalar(1.12, z.dtype)]), p)
 
-    monkeypatch.setitem(random_rules._TRANSFORMS, rb.NormalRV, (noise, wider, core))
+    monkeypatch.setitem(random_transforms.TRANSFORMS, rb.NormalRV, dataclasses.replace(spec, fn=wider))
     result = run_random_case(program)
     assert result.kind == "mismatch" and "two-sample KS" in result.detail, result.report()
 

@@ -24,23 +24,13 @@ comes from is the policy:
 - ``None`` (the default): random variables are unsupported (an exported
   model would otherwise silently fix or drop its randomness).
 
-The transforms (``u`` of the noise dtype; ``tiny`` is the dtype's smallest
-normal number, standing in for a ``u`` of exactly 0 where the transform
-needs ``u > 0``, as NumPy redraws there):
-
-| distribution (PyTensor) | noise | transform |
-|---|---|---|
-| ``normal(loc, scale)`` | z | ``loc + scale * z`` |
-| ``lognormal(mean, sigma)`` | z | ``exp(mean + sigma * z)`` |
-| ``uniform(low, high)`` | u | ``low + (high - low) * u`` (NumPy's formula) |
-| ``exponential(scale)`` | u | ``-log1p(-u) * scale`` |
-| ``logistic(loc, scale)`` | u | ``loc + scale * (log(u) - log1p(-u))`` |
-| ``gumbel(loc, scale)`` | u | ``loc - scale * log(-log(u))`` |
-| ``laplace(loc, scale)`` | u | ``loc - scale * log(2 - 2u)`` if ``u >= 1/2`` else ``loc + scale * log(2u)`` (NumPy's) |
-| ``cauchy(loc, scale)`` | u | ``loc + scale * tan(pi * (u - 1/2))`` |
-| ``bernoulli(p)`` | u (float64) | ``u < p`` |
-| ``integers(low, high)`` | u (float64) | ``low + min(floor(u * (high - low)), high - low - 1)`` |
-| ``categorical(p)`` | u (float64) | ``count(cumsum(p, -1) < u)``: PyTensor's own ``searchsorted`` |
+The transforms (``random_transforms.py``, ``TRANSFORMS``) are exact in
+distribution: closed-form quantiles, quantiles through the special
+functions (gamma, beta, Student's t, ...), a search for the discrete
+quantile (poisson, binomial, negative binomial), several uniforms per draw
+element (wald, beta_binomial, dirichlet: the noise gets a trailing axis of
+that length) and ``mean + L z`` for the multivariate normal (the noise has
+the draw's core dim).
 
 Continuous draws compute in their own dtype (float32 or float64, the noise
 has it too); discrete ones use float64 noise. Parameter values are not
@@ -68,13 +58,11 @@ from pytensor.tensor.type_other import NoneTypeT
 from compiler.lowering.errors import Unsupported
 from compiler.lowering.context import LoweringContext, ir_dtype, sanitize_name
 from compiler.lowering.registry import lowers
+from compiler.lowering.rules.random_transforms import TRANSFORMS, Transform
 from ir import DType, OpError, TensorType, Value
 from ir.ops.common import broadcast_shapes
 
 F32, F64, I64, BOOL = DType.FLOAT32, DType.FLOAT64, DType.INT64, DType.BOOL
-
-# PyTensor RV class -> (noise kind, transform); discrete transforms take float64 noise.
-NORMAL, UNIFORM = "normal", "uniform"
 
 
 @dataclass(frozen=True)
@@ -137,27 +125,29 @@ def _draw(ctx: LoweringContext, op, rng, size, params, out) -> Value:
     if policy is None:
         raise Unsupported("random variables need compile_to_onnx(..., random='inputs') (noise as model inputs) "
                           "or random='onnx' (ONNX's random ops)")
-    spec = _TRANSFORMS.get(type(op))
+    spec = TRANSFORMS.get(type(op))
     if spec is None:
         raise Unsupported(f"random variable {op.name}: no exact transform of uniform or normal noise here "
                           f"(supported: {', '.join(sorted(SUPPORTED))})")
-    kind, transform, core = spec
     dtype = ir_dtype(out)
     noise_dtype = dtype if dtype.is_float else F64
     if noise_dtype not in (F32, F64):
         raise Unsupported(f"random variable {op.name} of dtype {dtype} (float32 and float64 draws only)")
     args = [ctx.get(p) for p in params]
     if policy == "inputs":
-        noise = _noise_input(ctx, op, kind, noise_dtype, out, _known_dims(ctx, size, args, core, out))
+        noise = _noise_input(ctx, op, spec.noise, noise_dtype, out, _known_dims(ctx, size, args, spec, out))
     else:
-        shape = _draw_shape(ctx, size, args, core)
-        noise = ctx.add(f"random_{kind}", [shape], {"dtype": noise_dtype, "seed": _seed(ctx, rng)},
+        shape = _draw_shape(ctx, size, args, spec)
+        noise = ctx.add(f"random_{spec.noise}", [shape], {"dtype": noise_dtype, "seed": _seed(ctx, rng)},
                         name=f"{op.name}_noise")
-    result = transform(ctx, noise, [ctx.cast(a, noise_dtype) if dtype.is_float else a for a in args])
-    if not _is_none(size) and _may_outgrow(ctx, size, args, core):
+    result = spec.fn(ctx, noise, [ctx.cast(a, noise_dtype) if dtype.is_float else a for a in args])
+    if not _is_none(size) and _may_outgrow(ctx, size, args, spec.core):
         # a parameter that does not broadcast to ``size`` (PyTensor raises): the transform's broadcast result
         # is larger than ``size``, which the reshape to ``size`` refuses at run time
-        result = ctx.add("reshape", [result, ctx.cast(ctx.get(size), I64)])
+        target = ctx.cast(ctx.get(size), I64)
+        if spec.core_dim_of is not None:
+            target = ctx.add("concat", [target, _core_dims(ctx, args, spec)], {"axis": 0})
+        result = ctx.add("reshape", [result, target])
     return ctx.cast(result, dtype)
 
 
@@ -175,21 +165,29 @@ def _may_outgrow(ctx: LoweringContext, size, args: list[Value], core: tuple) -> 
     return False
 
 
-def _known_dims(ctx: LoweringContext, size, args: list[Value], core: tuple, out) -> tuple:
-    """What lowering knows of the draw's dims: ``size``'s value when
-    constant, else the broadcast of the parameters' batch dims (so the noise
-    of ``normal(mu)`` shares ``mu``'s symbolic dims), each refined by
-    PyTensor's static shape; None where unknown."""
+def _known_dims(ctx: LoweringContext, size, args: list[Value], spec: Transform, out) -> tuple:
+    """What lowering knows of the noise's dims: the draw's batch dims
+    (``size``'s value when constant, else the broadcast of the parameters'
+    batch dims, so the noise of ``normal(mu)`` shares ``mu``'s symbolic
+    dims), then a multivariate draw's core dim (its parameter's last dim),
+    then the noise axis of a transform taking several uniforms; each refined
+    by PyTensor's static shape of the draw; None where unknown."""
     static = tuple(out.type.shape)
+    n_core = 0 if spec.core_dim_of is None else 1
+    batch_static = static[:len(static) - n_core]
     if not _is_none(size):
         value = ctx.constant_value(size)
-        dims = tuple(int(d) for d in value) if value is not None else static
+        dims = tuple(int(d) for d in value) if value is not None else batch_static
     else:
         try:
-            dims = broadcast_shapes([a.shape[:a.rank - n] for a, n in zip(args, core)], "random")
+            dims = broadcast_shapes([a.shape[:a.rank - n] for a, n in zip(args, spec.core)], "random")
         except OpError:
-            dims = static
-    return tuple(s if s is not None else d for s, d in zip(static, dims))
+            dims = batch_static
+    known = tuple(s if s is not None else d for s, d in zip(batch_static, dims))
+    if n_core:
+        core = static[-1] if static[-1] is not None else args[spec.core_dim_of].shape[-1]
+        known += (core,)
+    return known + ((spec.uniforms,) if spec.uniforms > 1 else ())
 
 
 def _noise_input(ctx: LoweringContext, op, kind: str, dtype: DType, out, known: tuple) -> Value:
@@ -208,22 +206,35 @@ def _noise_input(ctx: LoweringContext, op, kind: str, dtype: DType, out, known: 
     return ctx.graph.add_input(TensorType(dtype, dims), name)
 
 
-def _draw_shape(ctx: LoweringContext, size, args: list[Value], core: tuple) -> Value:
-    """The draw's shape as an int64 vector: ``size`` when given, else the
-    NumPy broadcast of the parameters' batch shapes (their shapes without
-    the ``core`` trailing dims each has)."""
+def _draw_shape(ctx: LoweringContext, size, args: list[Value], spec: Transform) -> Value:
+    """The noise's shape as an int64 vector: the draw's batch shape (``size``
+    when given, else the NumPy broadcast of the parameters' batch shapes),
+    then a multivariate draw's core dim and the noise axis of a transform
+    taking several uniforms."""
     if not _is_none(size):
-        return ctx.cast(ctx.get(size), I64)
-    shapes = []
-    for a, n_core in zip(args, core):
-        s = ctx.add("shape", [a])
-        if n_core:
-            s = ctx.add("slice", [s, ctx.i64([0]), ctx.i64([a.rank - n_core]), ctx.i64([1])], {"axes": [0]})
-        shapes.append((s, a.rank - n_core))
-    result, rank = shapes[0]
-    for s, r in shapes[1:]:
-        result, rank = _broadcast_shapes(ctx, result, rank, s, r), max(rank, r)
+        result = ctx.cast(ctx.get(size), I64)
+    else:
+        shapes = []
+        for a, n_core in zip(args, spec.core):
+            s = ctx.add("shape", [a])
+            if n_core:
+                s = ctx.add("slice", [s, ctx.i64([0]), ctx.i64([a.rank - n_core]), ctx.i64([1])], {"axes": [0]})
+            shapes.append((s, a.rank - n_core))
+        result, rank = shapes[0]
+        for s, r in shapes[1:]:
+            result, rank = _broadcast_shapes(ctx, result, rank, s, r), max(rank, r)
+    if spec.core_dim_of is not None:
+        result = ctx.add("concat", [result, _core_dims(ctx, args, spec)], {"axis": 0})
+    if spec.uniforms > 1:
+        result = ctx.add("concat", [result, ctx.i64([spec.uniforms])], {"axis": 0})
     return result
+
+
+def _core_dims(ctx: LoweringContext, args: list[Value], spec: Transform) -> Value:
+    """A multivariate draw's core dim as an int64 vector of length 1."""
+    a = args[spec.core_dim_of]
+    return ctx.add("slice", [ctx.add("shape", [a]), ctx.i64([a.rank - 1]), ctx.i64([a.rank]), ctx.i64([1])],
+                   {"axes": [0]})
 
 
 def _broadcast_shapes(ctx: LoweringContext, a: Value, ra: int, b: Value, rb_: int) -> Value:
@@ -265,95 +276,5 @@ def _seed(ctx: LoweringContext, rng) -> int:
     return int(np.random.SeedSequence([root, k]).generate_state(1)[0]) & 0xFFFFFF
 
 
-# -- transforms: (ctx, noise, params) -> draw, in the noise dtype (params cast to it when the draw is float) --
-def _k(ctx, x: Value, c) -> Value:
-    return ctx.scalar(c, x.dtype)
-
-
-def _positive(ctx, u: Value) -> Value:
-    """``u`` with an exact 0 replaced by the dtype's smallest normal number."""
-    return ctx.add("maximum", [u, _k(ctx, u, np.finfo(u.dtype.numpy).tiny)])
-
-
-def _normal(ctx, z, p):
-    loc, scale = p
-    return ctx.add("add", [loc, ctx.add("mul", [scale, z])])
-
-
-def _lognormal(ctx, z, p):
-    return ctx.add("exp", [_normal(ctx, z, p)])
-
-
-def _uniform(ctx, u, p):
-    low, high = p
-    return ctx.add("add", [low, ctx.add("mul", [ctx.add("sub", [high, low]), u])])
-
-
-def _exponential(ctx, u, p):
-    (scale,) = p
-    return ctx.add("mul", [ctx.add("neg", [ctx.add("log1p", [ctx.add("neg", [u])])]), scale])
-
-
-def _logistic(ctx, u, p):
-    loc, scale = p
-    u = _positive(ctx, u)
-    logit = ctx.add("sub", [ctx.add("log", [u]), ctx.add("log1p", [ctx.add("neg", [u])])])
-    return ctx.add("add", [loc, ctx.add("mul", [scale, logit])])
-
-
-def _gumbel(ctx, u, p):
-    loc, scale = p
-    t = ctx.add("log", [ctx.add("neg", [ctx.add("log", [_positive(ctx, u)])])])
-    return ctx.add("sub", [loc, ctx.add("mul", [scale, t])])
-
-
-def _laplace(ctx, u, p):
-    loc, scale = p
-    u = _positive(ctx, u)
-    two_u = ctx.add("add", [u, u])
-    upper = ctx.add("sub", [loc, ctx.add("mul", [scale, ctx.add("log", [ctx.add("sub", [_k(ctx, u, 2.0), two_u])])])])
-    lower = ctx.add("add", [loc, ctx.add("mul", [scale, ctx.add("log", [two_u])])])
-    return ctx.add("where", [ctx.add("ge", [u, _k(ctx, u, 0.5)]), upper, lower])
-
-
-def _cauchy(ctx, u, p):
-    loc, scale = p
-    angle = ctx.add("mul", [_k(ctx, u, np.pi), ctx.add("sub", [u, _k(ctx, u, 0.5)])])
-    return ctx.add("add", [loc, ctx.add("mul", [scale, ctx.add("tan", [angle])])])
-
-
-def _bernoulli(ctx, u, p):
-    (prob,) = p
-    return ctx.add("lt", [u, ctx.cast(prob, F64)])
-
-
-def _integers(ctx, u, p):
-    low, high = (ctx.cast(a, I64) for a in p)
-    span = ctx.add("sub", [high, low])
-    k = ctx.cast(ctx.add("floor", [ctx.add("mul", [u, ctx.cast(span, F64)])]), I64)
-    return ctx.add("add", [low, ctx.add("minimum", [k, ctx.add("sub", [span, ctx.scalar(1, I64)])])])
-
-
-def _categorical(ctx, u, p):
-    (prob,) = p
-    cdf = ctx.cast(ctx.add("cumsum", [prob], {"axis": prob.rank - 1}), F64)
-    below = ctx.add("lt", [cdf, ctx.add("unsqueeze", [u], {"axes": [u.rank]})])
-    return ctx.add("reduce_sum", [ctx.cast(below, I64)], {"axes": [u.rank], "keepdims": False})
-
-
-# class -> (noise, transform, core dims of each parameter)
-_TRANSFORMS = {
-    rb.NormalRV: (NORMAL, _normal, (0, 0)),
-    rb.LogNormalRV: (NORMAL, _lognormal, (0, 0)),
-    rb.UniformRV: (UNIFORM, _uniform, (0, 0)),
-    rb.ExponentialRV: (UNIFORM, _exponential, (0,)),
-    rb.LogisticRV: (UNIFORM, _logistic, (0, 0)),
-    rb.GumbelRV: (UNIFORM, _gumbel, (0, 0)),
-    rb.LaplaceRV: (UNIFORM, _laplace, (0, 0)),
-    rb.CauchyRV: (UNIFORM, _cauchy, (0, 0)),
-    rb.BernoulliRV: (UNIFORM, _bernoulli, (0,)),
-    rb.IntegersRV: (UNIFORM, _integers, (0, 0)),
-    rb.CategoricalRV: (UNIFORM, _categorical, (1,)),
-}
 SUPPORTED = frozenset(cls.name if isinstance(getattr(cls, "name", None), str) else cls.__name__
-                      for cls in _TRANSFORMS)
+                      for cls in TRANSFORMS)

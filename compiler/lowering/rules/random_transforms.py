@@ -1,0 +1,466 @@
+"""Exact transforms of standard noise into draws of PyTensor's random
+variables (``pytensor.tensor.random.basic``), the table ``TRANSFORMS`` that
+``random.py`` reads.
+
+A transform takes ``(ctx, noise, params)``: ``noise`` of the draw's shape
+(batch dims, then the draw's core dim for a multivariate draw), with a
+trailing axis of ``Transform.uniforms`` values where one draw needs several;
+``params`` already cast to the noise dtype for a continuous draw. It returns
+the draw. Every transform is exact in distribution: the draw's law equals
+the distribution's when the noise is exactly uniform on [0, 1) (or standard
+normal), up to the rounding of the floating-point formulas. The draws differ
+from NumPy's (other algorithms consume other numbers), so a model's draws
+and PyTensor's agree in distribution, never value by value.
+
+- **closed forms**: a quantile function of ``u`` or a function of ``z``
+  (normal, lognormal, halfnormal, uniform, triangular, exponential,
+  truncexpon, logistic, gumbel, laplace, cauchy, halfcauchy, pareto,
+  weibull, bernoulli, integers, geometric, categorical);
+- **quantiles through special functions**: gamma ``scale * P^-1(shape,
+  u)`` (``gammaincinv``), invgamma ``scale / P^-1(shape, u)``, gengamma
+  ``lambd * P^-1(alpha / p, u)^(1 / p)``, beta ``I^-1(a, b, u)``
+  (``betaincinv``), Student's t from ``I^-1(df/2, 1/2, 2 min(u, 1 - u))``
+  (``|T| > t`` has probability ``I_{df/(df+t^2)}(df/2, 1/2)``; ``_student_t``);
+- **discrete quantiles by search**: poisson, binomial, negative_binomial:
+  the smallest k with ``F(k) > u`` (``F`` by ``gammaincc``/``betainc``),
+  found by a loop that steps each element from a Cornish-Fisher guess until
+  ``F(k - 1) <= u < F(k)`` holds for every element (``_quantile_search``);
+- **several uniforms**: wald (Michael, Schucany & Haas 1976, NumPy's
+  algorithm: a normal from ``u1`` by ``sqrt(2) erfinv(2 u1 - 1)``, the root
+  choice by ``u2``), beta_binomial (a beta ``p`` from ``u1``, then a
+  binomial from ``u2``), dirichlet (``G_i = P^-1(alpha_i + 1, u1) *
+  u2^(1 / alpha_i)`` is Gamma(alpha_i) (Marsaglia & Tsang 2000, section 3),
+  normalized as ``softmax(log G)`` so tiny alphas do not underflow to 0/0);
+- **multivariate normal**: ``mean + L z`` with ``L`` the lower Cholesky
+  factor of ``cov`` (every ``method``: the law is the same; a covariance
+  that is not positive definite gives NaN draws where NumPy's "svd" and
+  "eigh" methods still draw).
+
+Parameter values are not checked (as documented in ``random.py``).
+Distributions without an entry (vonmises, hypergeometric, multinomial,
+permutation, choice without replacement) are unsupported: their samplers
+are rejection or sequential algorithms without a fixed transform here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from pytensor.tensor.random import basic as rb
+
+from compiler.lowering.bodies import Body
+from compiler.lowering.context import LoweringContext
+from compiler.lowering.rules.decompositions import cholesky
+from ir import DType, TensorType, Value
+
+F64, I64, BOOL = DType.FLOAT64, DType.INT64, DType.BOOL
+NORMAL, UNIFORM = "normal", "uniform"
+# the search loop's trip-count cap: each step moves an element by one, from a guess a few steps off
+SEARCH_STEPS = 2 ** 31 - 1
+
+
+@dataclass(frozen=True)
+class Transform:
+    """How one distribution's draw is made from noise.
+
+    Attributes:
+        noise: ``NORMAL`` (standard normal) or ``UNIFORM`` (U[0, 1)).
+        fn: ``(ctx, noise, params) -> draw``.
+        core: the core rank of each parameter (PyTensor's signature).
+        uniforms: noise values per draw element; above 1, the noise has a
+            trailing axis of that length.
+        core_dim_of: for a multivariate draw (one core dim), the parameter
+            whose last dim is the draw's core dim; None for scalar draws.
+    """
+
+    noise: str
+    fn: Callable[[LoweringContext, Value, list], Value]
+    core: tuple
+    uniforms: int = 1
+    core_dim_of: int | None = None
+
+
+def _k(ctx, x: Value, c) -> Value:
+    return ctx.scalar(c, x.dtype)
+
+
+def _positive(ctx, u: Value) -> Value:
+    """``u`` with an exact 0 replaced by the dtype's smallest normal number."""
+    return ctx.add("maximum", [u, _k(ctx, u, np.finfo(u.dtype.numpy).tiny)])
+
+
+def _split(ctx, noise: Value, count: int) -> list[Value]:
+    """The ``count`` slices of ``noise``'s trailing noise axis."""
+    axis = noise.rank - 1
+    return [ctx.add("squeeze", [ctx.add("slice", [noise, ctx.i64([i]), ctx.i64([i + 1]), ctx.i64([1])],
+                                        {"axes": [axis]})], {"axes": [axis]}) for i in range(count)]
+
+
+def _mul(ctx, *xs):
+    out = xs[0]
+    for x in xs[1:]:
+        out = ctx.add("mul", [out, x])
+    return out
+
+
+def _affine(ctx, x, loc, scale):
+    return ctx.add("add", [loc, ctx.add("mul", [scale, x])])
+
+
+def _std_normal_of(ctx, u: Value) -> Value:
+    """A standard normal value from uniform ``u``: ``sqrt(2) erfinv(2u - 1)``."""
+    t = ctx.add("sub", [ctx.add("add", [u, u]), _k(ctx, u, 1.0)])
+    return ctx.add("mul", [_k(ctx, u, np.sqrt(2.0)), ctx.add("erfinv", [t])])
+
+
+# -- closed forms --------------------------------------------------------------------------------------------
+def _normal(ctx, z, p):
+    loc, scale = p
+    return _affine(ctx, z, loc, scale)
+
+
+def _lognormal(ctx, z, p):
+    return ctx.add("exp", [_normal(ctx, z, p)])
+
+
+def _halfnormal(ctx, z, p):
+    loc, scale = p
+    return _affine(ctx, ctx.add("abs", [z]), loc, scale)
+
+
+def _uniform(ctx, u, p):
+    low, high = p
+    return ctx.add("add", [low, ctx.add("mul", [ctx.add("sub", [high, low]), u])])
+
+
+def _triangular(ctx, u, p):
+    """NumPy's inverse CDF of the triangular distribution."""
+    left, mode, right = p
+    width = ctx.add("sub", [right, left])
+    below = ctx.add("sub", [mode, left])
+    ratio = ctx.add("div", [below, width])
+    lower = ctx.add("add", [left, ctx.add("sqrt", [_mul(ctx, u, width, below)])])
+    one_minus = ctx.add("sub", [_k(ctx, u, 1.0), u])
+    upper = ctx.add("sub", [right, ctx.add("sqrt", [_mul(ctx, one_minus, width, ctx.add("sub", [right, mode]))])])
+    return ctx.add("where", [ctx.add("le", [u, ratio]), lower, upper])
+
+
+def _exponential(ctx, u, p):
+    (scale,) = p
+    return ctx.add("mul", [ctx.add("neg", [ctx.add("log1p", [ctx.add("neg", [u])])]), scale])
+
+
+def _truncexpon(ctx, u, p):
+    """SciPy's ``truncexpon(b, loc, scale)``: ``-log1p(u * expm1(-b))``."""
+    b, loc, scale = p
+    x = ctx.add("neg", [ctx.add("log1p", [ctx.add("mul", [u, ctx.add("expm1", [ctx.add("neg", [b])])])])])
+    return _affine(ctx, x, loc, scale)
+
+
+def _logistic(ctx, u, p):
+    loc, scale = p
+    u = _positive(ctx, u)
+    logit = ctx.add("sub", [ctx.add("log", [u]), ctx.add("log1p", [ctx.add("neg", [u])])])
+    return _affine(ctx, logit, loc, scale)
+
+
+def _gumbel(ctx, u, p):
+    loc, scale = p
+    t = ctx.add("log", [ctx.add("neg", [ctx.add("log", [_positive(ctx, u)])])])
+    return ctx.add("sub", [loc, ctx.add("mul", [scale, t])])
+
+
+def _laplace(ctx, u, p):
+    loc, scale = p
+    u = _positive(ctx, u)
+    two_u = ctx.add("add", [u, u])
+    upper = ctx.add("sub", [loc, ctx.add("mul", [scale, ctx.add("log", [ctx.add("sub", [_k(ctx, u, 2.0), two_u])])])])
+    lower = ctx.add("add", [loc, ctx.add("mul", [scale, ctx.add("log", [two_u])])])
+    return ctx.add("where", [ctx.add("ge", [u, _k(ctx, u, 0.5)]), upper, lower])
+
+
+def _tan_pi(ctx, t):
+    """``tan(pi t)`` for ``t`` in [0, 1/2]; past 1/4 as ``1 / tan(pi (1/2 - t))`` so that the pole at
+    1/2 is approached through an exact ``1/2 - t`` (Sterbenz), not a rounded ``pi t``."""
+    quarter = ctx.add("le", [t, _k(ctx, t, 0.25)])
+    near = ctx.add("tan", [ctx.add("mul", [_k(ctx, t, np.pi), t])])
+    far = ctx.add("reciprocal", [ctx.add("tan", [ctx.add("mul", [_k(ctx, t, np.pi),
+                                                                  ctx.add("sub", [_k(ctx, t, 0.5), t])])])])
+    return ctx.add("where", [quarter, near, far])
+
+
+def _cauchy(ctx, u, p):
+    """``tan(pi (u - 1/2))``, odd in ``u - 1/2`` (``_tan_pi`` of its magnitude)."""
+    loc, scale = p
+    t = ctx.add("sub", [u, _k(ctx, u, 0.5)])
+    magnitude = _tan_pi(ctx, ctx.add("abs", [t]))
+    return _affine(ctx, ctx.add("where", [ctx.add("lt", [t, _k(ctx, t, 0.0)]), ctx.add("neg", [magnitude]),
+                                          magnitude]), loc, scale)
+
+
+def _halfcauchy(ctx, u, p):
+    """``tan(pi u / 2)``."""
+    loc, scale = p
+    return _affine(ctx, _tan_pi(ctx, ctx.add("mul", [u, _k(ctx, u, 0.5)])), loc, scale)
+
+
+def _pareto(ctx, u, p):
+    """SciPy's ``pareto(b, scale)``: ``scale * (1 - u)^(-1/b)``."""
+    b, scale = p
+    return ctx.add("mul", [scale, ctx.add("exp", [ctx.add("div", [ctx.add("neg", [ctx.add("log1p", [ctx.add("neg", [u])])]), b])])])
+
+
+def _weibull(ctx, u, p):
+    """NumPy's ``weibull(a)`` (no scale): ``(-log1p(-u))^(1/a)``."""
+    (a,) = p
+    e = ctx.add("neg", [ctx.add("log1p", [ctx.add("neg", [u])])])
+    return ctx.add("pow", [e, ctx.add("reciprocal", [a])])
+
+
+def _bernoulli(ctx, u, p):
+    (prob,) = p
+    return ctx.add("lt", [u, ctx.cast(prob, F64)])
+
+
+def _integers(ctx, u, p):
+    low, high = (ctx.cast(a, I64) for a in p)
+    span = ctx.add("sub", [high, low])
+    k = ctx.cast(ctx.add("floor", [ctx.add("mul", [u, ctx.cast(span, F64)])]), I64)
+    return ctx.add("add", [low, ctx.add("minimum", [k, ctx.add("sub", [span, ctx.scalar(1, I64)])])])
+
+
+def _geometric(ctx, u, p):
+    """NumPy's support {1, 2, ...}: ``floor(log1p(-u) / log1p(-p)) + 1``."""
+    (prob,) = p
+    prob = ctx.cast(prob, F64)
+    ratio = ctx.add("div", [ctx.add("log1p", [ctx.add("neg", [u])]), ctx.add("log1p", [ctx.add("neg", [prob])])])
+    return ctx.cast(ctx.add("add", [ctx.add("floor", [ratio]), ctx.scalar(1.0, F64)]), I64)
+
+
+def _categorical(ctx, u, p):
+    (prob,) = p
+    cdf = ctx.cast(ctx.add("cumsum", [prob], {"axis": prob.rank - 1}), F64)
+    below = ctx.add("lt", [cdf, ctx.add("unsqueeze", [u], {"axes": [u.rank]})])
+    return ctx.add("reduce_sum", [ctx.cast(below, I64)], {"axes": [u.rank], "keepdims": False})
+
+
+# -- quantiles through special functions ---------------------------------------------------------------------
+def _gamma(ctx, u, p):
+    shape, scale = p
+    return ctx.add("mul", [scale, ctx.add("gammaincinv", [shape, u])])
+
+
+def _invgamma(ctx, u, p):
+    """``1 / gamma(shape, 1 / scale)`` (PyTensor's ``InvGammaRV``): ``scale / P^-1(shape, u)``."""
+    shape, scale = p
+    return ctx.add("div", [scale, ctx.add("gammaincinv", [shape, u])])
+
+
+def _gengamma(ctx, u, p):
+    """PyTensor's ``gengamma(alpha, p, lambd)`` (SciPy's ``gengamma(alpha / p, p, scale=lambd)``):
+    ``(X / lambd)^p`` is Gamma(alpha / p), for either sign of p."""
+    alpha, power, lambd = p
+    g = ctx.add("gammaincinv", [ctx.add("div", [alpha, power]), u])
+    return ctx.add("mul", [lambd, ctx.add("pow", [g, ctx.add("reciprocal", [power])])])
+
+
+def _beta(ctx, u, p):
+    a, b = p
+    return ctx.add("betaincinv", [a, b, u])
+
+
+def _student_t(ctx, u, p):
+    """``|T| > t`` has probability ``q = I_x(df/2, 1/2)`` with ``x = df / (df + t^2)``; with ``q = 2 min(u,
+    1 - u)``, ``t^2 = df (1 - x) / x``. Where ``q > 1/2`` (the center, x near 1) the same root is taken as
+    ``y = 1 - x = I^-1(1/2, df/2, 1 - q)`` (``I_x(a, b) = 1 - I_{1-x}(b, a)``), so that ``t^2 = df y / (1 -
+    y)`` does not cancel; one ``betaincinv`` with per-element arguments."""
+    df, loc, scale = p
+    one, half = _k(ctx, u, 1.0), _k(ctx, u, 0.5)
+    half_df = ctx.add("mul", [df, half])
+    tail = ctx.add("minimum", [u, ctx.add("sub", [one, u])])
+    q = ctx.add("add", [tail, tail])
+    center = ctx.add("gt", [q, half])
+    r = ctx.add("betaincinv", [ctx.add("where", [center, half, half_df]),
+                               ctx.add("where", [center, half_df, half]),
+                               ctx.add("where", [center, ctx.add("abs", [ctx.add("sub", [one, ctx.add("add", [u, u])])]),
+                                                 q])])
+    one_minus_r = ctx.add("sub", [one, r])
+    ratio = ctx.add("where", [center, ctx.add("div", [r, one_minus_r]), ctx.add("div", [one_minus_r, r])])
+    t = ctx.add("sqrt", [ctx.add("mul", [df, ratio])])
+    signed = ctx.add("where", [ctx.add("lt", [u, half]), ctx.add("neg", [t]), t])
+    return _affine(ctx, signed, loc, scale)
+
+
+# -- several uniforms ----------------------------------------------------------------------------------------
+def _wald(ctx, noise, p):
+    """Michael, Schucany & Haas (1976), NumPy's ``wald``, with the smaller root
+    written ``4 mu^2 lam y / (s + mu y)^2`` (``s = sqrt(4 mu lam y + mu^2 y^2)``),
+    free of the cancellation in ``mu + mu^2 y / (2 lam) - mu s / (2 lam)``."""
+    mean, lam = p
+    u1, u2 = _split(ctx, noise, 2)
+    z = _std_normal_of(ctx, u1)
+    y = ctx.add("mul", [z, z])
+    mu_y = ctx.add("mul", [mean, y])
+    four_mu_lam_y = _mul(ctx, _k(ctx, y, 4.0), mean, lam, y)
+    s = ctx.add("sqrt", [ctx.add("add", [four_mu_lam_y, ctx.add("mul", [mu_y, mu_y])])])
+    denom = ctx.add("add", [s, mu_y])
+    x = ctx.add("div", [ctx.add("mul", [mean, four_mu_lam_y]), ctx.add("mul", [denom, denom])])
+    x = ctx.add("where", [ctx.add("eq", [y, _k(ctx, y, 0.0)]), ctx.add("add", [mean, _k(ctx, y, 0.0)]), x])
+    keep = ctx.add("le", [u2, ctx.add("div", [mean, ctx.add("add", [mean, x])])])
+    return ctx.add("where", [keep, x, ctx.add("div", [ctx.add("mul", [mean, mean]), x])])
+
+
+def _dirichlet(ctx, noise, p):
+    (alpha,) = p
+    u1, u2 = (_positive(ctx, u) for u in _split(ctx, noise, 2))
+    g = ctx.add("gammaincinv", [ctx.add("add", [alpha, _k(ctx, alpha, 1.0)]), u1])
+    log_g = ctx.add("add", [ctx.add("log", [g]), ctx.add("div", [ctx.add("log", [u2]), alpha])])
+    return ctx.add("softmax", [log_g], {"axis": log_g.rank - 1})
+
+
+def _mvnormal(ctx, z, p):
+    mean, cov = p
+    factor = cholesky(ctx, cov, lower=True)
+    lz = ctx.add("squeeze", [ctx.add("matmul", [factor, ctx.add("unsqueeze", [z], {"axes": [z.rank]})])],
+                 {"axes": [z.rank]})
+    return ctx.add("add", [mean, lz])
+
+
+# -- discrete quantiles by search ----------------------------------------------------------------------------
+def _quantile_search(ctx, u: Value, guess: Value, params: list[Value], cdf, upper=None) -> Value:
+    """The smallest integer ``k >= 0`` (``<= upper(params)`` when given) with
+    ``cdf(params, k) > u``, per element, as int64: a ``loop`` that moves each
+    element one step per iteration (up while ``cdf(k) <= u``, down while
+    ``cdf(k - 1) > u``) from ``guess`` (float64 integers) until no element
+    moves. ``cdf`` builds float64 nodes in the context it is given (the
+    loop body's). An element whose ``cdf`` is NaN (a NaN parameter) keeps
+    its guess."""
+    body = Body(ctx, "quantile")
+    b = body.ctx
+    body.input(TensorType(I64, ()), "i")
+    k = body.input(guess.type, "k")
+    inner_u = body.input(u.type, "u")
+    inner = [body.input(v.type, f"p{i}") for i, v in enumerate(params)]
+    one, zero = b.scalar(1.0, F64), b.scalar(0.0, F64)
+    # F(k) and F(k - 1) from one evaluation of ``cdf`` (one copy of its special-function body), stacked on axis 0
+    both = b.add("concat", [b.add("unsqueeze", [k], {"axes": [0]}),
+                            b.add("unsqueeze", [b.add("sub", [k, one])], {"axes": [0]})], {"axis": 0})
+    f = cdf(b, [b.add("unsqueeze", [v], {"axes": [0]}) for v in inner], both)
+    f_k, f_below = (b.add("squeeze", [b.add("slice", [f, b.i64([i]), b.i64([i + 1]), b.i64([1])], {"axes": [0]})],
+                          {"axes": [0]}) for i in (0, 1))
+    up = b.add("le", [f_k, inner_u])
+    if upper is not None:
+        up = b.add("and", [up, b.add("lt", [k, upper(b, inner)])])
+    down = b.add("and", [b.add("gt", [k, zero]), b.add("gt", [f_below, inner_u])])
+    step = b.add("sub", [b.cast(up, F64), b.cast(down, F64)])
+    moved = b.add("reduce_any", [b.add("or", [up, down])], {"axes": (), "keepdims": False})
+    graph = body.finish([moved, b.add("add", [k, step])])
+    loop = ctx.graph.create_node("loop", [ctx.scalar(SEARCH_STEPS, I64), guess, u, *params],
+                                 {"num_carried": 1, "has_condition": True}, subgraphs={"body": graph})
+    loop.origins = ctx.origins
+    ctx.graph.append(loop)
+    return ctx.cast(loop.outputs[0], I64)
+
+
+def _cornish_fisher(ctx, u, mean, sd, skew):
+    """``max(0, round(mean + sd (z + skew (z^2 - 1) / 6) - 1/2))``, ``z`` the normal quantile of ``u``
+    (float64): a guess of the discrete quantile a few steps from it."""
+    z = _std_normal_of(ctx, u)
+    z = ctx.add("clip", [z, ctx.scalar(-40.0, F64), ctx.scalar(40.0, F64)])
+    zz = ctx.add("sub", [ctx.add("mul", [z, z]), ctx.scalar(1.0, F64)])
+    w = ctx.add("add", [z, _mul(ctx, skew, zz, ctx.scalar(1 / 6, F64))])
+    guess = ctx.add("floor", [ctx.add("add", [mean, ctx.add("mul", [sd, w])])])
+    guess = ctx.add("where", [ctx.add("isnan", [guess]), ctx.scalar(0.0, F64), guess])
+    return ctx.add("maximum", [guess, ctx.scalar(0.0, F64)])
+
+
+def _poisson(ctx, u, p):
+    """P(X <= k) = Q(k + 1, lam) (``gammaincc``)."""
+    lam = ctx.cast(p[0], F64)
+    sd = ctx.add("sqrt", [lam])
+    guess = ctx.add("minimum", [_cornish_fisher(ctx, u, lam, sd, ctx.add("reciprocal", [sd])), ctx.scalar(2.0 ** 53, F64)])
+    return _quantile_search(ctx, u, guess, [lam],
+                            lambda c, q, k: c.add("gammaincc", [c.add("add", [k, c.scalar(1.0, F64)]), q[0]]))
+
+
+def _binomial_cdf(c, q, k):
+    """P(X <= k) = I_{1-p}(n - k, k + 1) for k < n, 1 from n on (``betainc``)."""
+    n, prob = q
+    one = c.scalar(1.0, F64)
+    inside = c.add("lt", [k, n])
+    a = c.add("where", [inside, c.add("sub", [n, k]), one])
+    value = c.add("betainc", [a, c.add("add", [k, one]), c.add("sub", [one, prob])])
+    return c.add("where", [inside, value, one])
+
+
+def _binomial_from(ctx, u, n, prob):
+    n, prob = ctx.cast(n, F64), ctx.cast(prob, F64)
+    mean = ctx.add("mul", [n, prob])
+    var = ctx.add("mul", [mean, ctx.add("sub", [ctx.scalar(1.0, F64), prob])])
+    sd = ctx.add("sqrt", [var])
+    skew = ctx.add("div", [ctx.add("sub", [ctx.scalar(1.0, F64), ctx.add("add", [prob, prob])]), sd])
+    guess = ctx.add("minimum", [_cornish_fisher(ctx, u, mean, sd, skew), n])
+    return _quantile_search(ctx, u, guess, [n, prob], _binomial_cdf, upper=lambda c, q: q[0])
+
+
+def _binomial(ctx, u, p):
+    n, prob = p
+    return _binomial_from(ctx, u, n, prob)
+
+
+def _negative_binomial(ctx, u, p):
+    """NumPy's failures before the n-th success: P(X <= k) = I_p(n, k + 1)."""
+    n, prob = (ctx.cast(v, F64) for v in p)
+    q = ctx.add("sub", [ctx.scalar(1.0, F64), prob])
+    mean = ctx.add("div", [ctx.add("mul", [n, q]), prob])
+    sd = ctx.add("div", [ctx.add("sqrt", [ctx.add("mul", [n, q])]), prob])
+    skew = ctx.add("div", [ctx.add("add", [ctx.scalar(1.0, F64), q]), ctx.add("sqrt", [ctx.add("mul", [n, q])])])
+    guess = ctx.add("minimum", [_cornish_fisher(ctx, u, mean, sd, skew), ctx.scalar(2.0 ** 53, F64)])
+    return _quantile_search(
+        ctx, u, guess, [n, prob],
+        lambda c, q_, k: c.add("betainc", [q_[0], c.add("add", [k, c.scalar(1.0, F64)]), q_[1]]))
+
+
+def _beta_binomial(ctx, noise, p):
+    n, a, b = p
+    u1, u2 = _split(ctx, noise, 2)
+    prob = ctx.add("betaincinv", [ctx.cast(a, F64), ctx.cast(b, F64), u1])
+    return _binomial_from(ctx, u2, n, prob)
+
+
+# PyTensor RV class -> Transform; discrete draws take float64 noise. Keyed by the exact class
+# (a subclass may reparametrize its distribution).
+TRANSFORMS = {
+    rb.NormalRV: Transform(NORMAL, _normal, (0, 0)),
+    rb.LogNormalRV: Transform(NORMAL, _lognormal, (0, 0)),
+    rb.HalfNormalRV: Transform(NORMAL, _halfnormal, (0, 0)),
+    rb.UniformRV: Transform(UNIFORM, _uniform, (0, 0)),
+    rb.TriangularRV: Transform(UNIFORM, _triangular, (0, 0, 0)),
+    rb.ExponentialRV: Transform(UNIFORM, _exponential, (0,)),
+    rb.TruncExponentialRV: Transform(UNIFORM, _truncexpon, (0, 0, 0)),
+    rb.LogisticRV: Transform(UNIFORM, _logistic, (0, 0)),
+    rb.GumbelRV: Transform(UNIFORM, _gumbel, (0, 0)),
+    rb.LaplaceRV: Transform(UNIFORM, _laplace, (0, 0)),
+    rb.CauchyRV: Transform(UNIFORM, _cauchy, (0, 0)),
+    rb.HalfCauchyRV: Transform(UNIFORM, _halfcauchy, (0, 0)),
+    rb.ParetoRV: Transform(UNIFORM, _pareto, (0, 0)),
+    rb.WeibullRV: Transform(UNIFORM, _weibull, (0,)),
+    rb.GammaRV: Transform(UNIFORM, _gamma, (0, 0)),
+    rb.InvGammaRV: Transform(UNIFORM, _invgamma, (0, 0)),
+    rb.GenGammaRV: Transform(UNIFORM, _gengamma, (0, 0, 0)),
+    rb.BetaRV: Transform(UNIFORM, _beta, (0, 0)),
+    rb.StudentTRV: Transform(UNIFORM, _student_t, (0, 0, 0)),
+    rb.WaldRV: Transform(UNIFORM, _wald, (0, 0), uniforms=2),
+    rb.BernoulliRV: Transform(UNIFORM, _bernoulli, (0,)),
+    rb.IntegersRV: Transform(UNIFORM, _integers, (0, 0)),
+    rb.GeometricRV: Transform(UNIFORM, _geometric, (0,)),
+    rb.PoissonRV: Transform(UNIFORM, _poisson, (0,)),
+    rb.BinomialRV: Transform(UNIFORM, _binomial, (0, 0)),
+    rb.NegBinomialRV: Transform(UNIFORM, _negative_binomial, (0, 0)),
+    rb.BetaBinomialRV: Transform(UNIFORM, _beta_binomial, (0, 0, 0), uniforms=2),
+    rb.CategoricalRV: Transform(UNIFORM, _categorical, (1,)),
+    rb.MvNormalRV: Transform(NORMAL, _mvnormal, (1, 2), core_dim_of=0),
+    rb.DirichletRV: Transform(UNIFORM, _dirichlet, (1,), uniforms=2, core_dim_of=0),
+}

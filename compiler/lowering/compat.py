@@ -13,6 +13,9 @@ place: other modules import the name from here and never test the version.
   ``MatrixInverse``, ``Det``, ``SLogDet``: ``pytensor.tensor.linalg`` in 3.0
   (``slinalg``/``nlinalg`` are deprecated there), ``pytensor.tensor.slinalg``
   and ``nlinalg`` in 2.38.
+- ``SolveSylvester`` (the ``OpFromGraph`` of ``solve_sylvester``): in
+  ``pytensor.tensor.linalg.solvers.linear_control`` in 3.0,
+  ``pytensor.tensor._linalg.solve.linear_control`` in 2.38.
 - ``SoftmaxGrad`` (2.38 only; 3.0's symbolic Softmax differentiates itself),
   ``Iv`` (2.38 only), ``XlogX``/``XlogY0`` (2.38 only; 3.0 builds xlogx from a
   switch): None where the line lacks them.
@@ -43,7 +46,9 @@ SCAN_PREALLOC_TAG = "scan_reduce_trace_prealloc" if IS_PYTENSOR_3 else "scan_sav
 if IS_PYTENSOR_3:
     from pytensor.tensor.linalg import (LU, QR, BlockDiagonal, Cholesky, CholeskySolve, Det, Expm, LUFactor,
                                         MatrixInverse, PivotToPermutations, SLogDet, Solve, SolveTriangular)
+    from pytensor.tensor.linalg.solvers.linear_control import SolveSylvester
 else:
+    from pytensor.tensor._linalg.solve.linear_control import SolveSylvester
     from pytensor.tensor.nlinalg import Det, MatrixInverse, SLogDet
     from pytensor.tensor.slinalg import (LU, QR, BlockDiagonal, Cholesky, CholeskySolve, Expm, LUFactor,
                                          PivotToPermutations, Solve, SolveTriangular)
@@ -75,5 +80,5 @@ def inner_graph(op):
 
 
 __all__ = ["BlockDiagonal", "Cholesky", "CholeskySolve", "Det", "Expm", "IS_PYTENSOR_3", "Iv", "LU", "LUFactor",
-           "MatrixInverse", "PYTENSOR_VERSION", "PivotToPermutations", "QR", "SCAN_PREALLOC_TAG", "SLogDet", "SOFTMAX_OVER_LENGTH_ONE", "SoftmaxGrad", "Solve", "SolveTriangular",
+           "MatrixInverse", "PYTENSOR_VERSION", "PivotToPermutations", "QR", "SCAN_PREALLOC_TAG", "SLogDet", "SOFTMAX_OVER_LENGTH_ONE", "SoftmaxGrad", "Solve", "SolveSylvester", "SolveTriangular",
            "XlogX", "XlogY0", "inner_graph", "scalar_op_key"]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
+import scipy.sparse
 
 from compiler.lowering.errors import Unsupported
 from ir import DType, Graph, Node, Origin, TensorType, Value, get_op
@@ -149,6 +150,8 @@ class LoweringContext:
         data = getattr(var, "data", None)
         if data is None or not hasattr(var.type, "dtype"):
             raise Unsupported(f"input {var} has no IR value (type {var.type})")
+        if scipy.sparse.issparse(data):
+            data = _densified(data, var)
         v = self.const(np.asarray(data, dtype=var.type.dtype), name=var.name or "const")
         self.values[var] = v
         return v
@@ -568,3 +571,21 @@ def _sanitize(name: str | None) -> str | None:
 
 _PLAIN_NAME = re.compile(r"[A-Za-z_.][A-Za-z0-9_.]*")
 sanitize_name = _sanitize
+
+
+# the largest sparse constant densified (elements): 2**24 float64 values are 128 MiB
+MAX_DENSE_ELEMENTS = 2 ** 24
+
+
+def _densified(data, var) -> np.ndarray:
+    """A SciPy sparse constant as a dense array (``rules/sparse.py``).
+
+    Raises:
+        Unsupported: more than ``MAX_DENSE_ELEMENTS`` elements.
+    """
+    size = int(np.prod(data.shape, dtype=np.int64))
+    if size > MAX_DENSE_ELEMENTS:
+        raise Unsupported(f"sparse constant {var.name or ''} of shape {data.shape} ({data.nnz} stored values): "
+                          f"it would be densified to {size} elements, over the {MAX_DENSE_ELEMENTS} limit "
+                          "(ONNX has no sparse tensors onnxruntime computes with)")
+    return data.toarray()

@@ -124,10 +124,18 @@ def test_unique_from_compiled_function():
     check_function([x], _outputs(Unique(True, True, True)(x)) + [pt.extra_ops.unique(x * 2)], [v])
 
 
-def test_unique_axis_needs_static_slices():
+@pytest.mark.parametrize("flags", FLAGS)
+def test_unique_along_an_axis_with_symbolic_or_wide_slices(flags):
+    """Slices of a symbolic size, or wider than MAX_ROW_KEYS, are sorted by a loop of one stable sort per key."""
+    rows = np.array([[1, 2, 3], [0, 5, 3], [1, 2, 3], [0, 1, 3], [np.nan, 1, 3], [1, 2, 2], [-0.0, 5, 3]])
     x = pt.matrix("x")
-    with pytest.raises(UnsupportedOpsError, match="static number of elements"):
-        compile_to_onnx([x], outputs=[Unique(axis=0)(x)])
+    check_pytensor([x], _outputs(Unique(*flags, axis=0)(x)), [rows], rtol=0, atol=0)
+    check_pytensor([x], _outputs(Unique(*flags, axis=1)(x)), [rows.T[:, :5]], rtol=0, atol=0)
+    wide = pt.tensor("w", dtype="int64", shape=(None, 70))
+    v = RNG.integers(0, 2, (9, 70))
+    v[4] = v[1]
+    check_pytensor([wide], _outputs(Unique(*flags, axis=0)(wide)), [v], rtol=0, atol=0)
+    check_pytensor([x], _outputs(Unique(*flags, axis=0)(x)), [np.zeros((3, 0))], rtol=0, atol=0)
 
 
 # -- bool products and scans (PyTensor's output dtype is bool) -------------------------

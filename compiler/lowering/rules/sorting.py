@@ -22,10 +22,11 @@ from pytensor.tensor.sort import ArgSortOp, SortOp
 from compiler.lowering.errors import Unsupported
 from compiler.lowering.context import LoweringContext
 from compiler.lowering.registry import lowers
+from compiler.lowering.rules.matrix_loops import run_steps
 from ir import DType, Value
 
 I64 = DType.INT64
-MAX_ROW_KEYS = 64  # Unique along an axis: one stable sort per element of a row
+MAX_ROW_KEYS = 64  # Unique along an axis: one stable sort per element of a row, unrolled up to this many
 
 
 def _axis(ctx: LoweringContext, node) -> int:
@@ -73,6 +74,13 @@ def _differs(ctx: LoweringContext, a: Value, b: Value) -> Value:
     return ctx.add("and", [ne, ctx.add("invert", [both_nan])])
 
 
+def _sort_rows_by(ctx: LoweringContext, rows: Value, perm: Value, c: Value) -> Value:
+    """``perm`` reordered by a stable sort of column ``c`` (an ``i64[]``) of ``rows[perm]``."""
+    key = ctx.add("gather", [ctx.add("gather", [rows, c], {"axis": 1}), perm], {"axis": 0})
+    _, p = ctx.add_multi("sort", [key], {"axis": 0})
+    return ctx.add("gather", [perm, p], {"axis": 0})
+
+
 @lowers(Unique)
 def lower_unique(ctx: LoweringContext, node) -> list[Value]:
     """``Unique{return_index, return_inverse, return_counts, axis}``: PyTensor's
@@ -92,9 +100,9 @@ def lower_unique(ctx: LoweringContext, node) -> list[Value]:
     where any element differs (there NumPy compares rows as records, so a
     row holding NaN equals no other row).
 
-    Raises:
-        Unsupported: along an axis whose slices do not have a static number
-            of elements, or more than ``MAX_ROW_KEYS``.
+    Slices of a static size up to ``MAX_ROW_KEYS`` elements are sorted by
+    that many unrolled sorts; others (a symbolic size, or more elements) by
+    one ``loop`` step per element (``matrix_loops.run_steps``).
     """
     op = node.op
     x = ctx.get(node.inputs[0])
@@ -106,24 +114,25 @@ def lower_unique(ctx: LoweringContext, node) -> list[Value]:
         axis = op.axis
         order = [axis] + [i for i in range(x.rank) if i != axis]
         moved = ctx.add("transpose", [x], {"perm": tuple(order)}) if axis else x
-        width = 1
-        for d in x.type.shape[:axis] + x.type.shape[axis + 1:]:
-            if not isinstance(d, int):
-                raise Unsupported(f"{op}: the slices along axis {axis} need a static number of elements")
-            width *= d
-        if width > MAX_ROW_KEYS:
-            raise Unsupported(f"{op}: slices of {width} elements (at most {MAX_ROW_KEYS}: one sort per element)")
-        rows = ctx.add("reshape", [moved, ctx.i64([-1, width])])
-        perm = None
-        for c in reversed(range(width)):  # least significant key first
-            column = ctx.add("gather", [rows, ctx.scalar(c, I64)], {"axis": 1})
-            key = column if perm is None else ctx.add("gather", [column, perm], {"axis": 0})
-            _, p = ctx.add_multi("sort", [key], {"axis": 0})
-            perm = p if perm is None else ctx.add("gather", [perm, p], {"axis": 0})
-        if perm is None:  # zero-width rows: all equal
-            length = ctx.add("gather", [ctx.add("shape", [rows]), ctx.i64([0])], {"axis": 0})
-            perm = ctx.add("range", [ctx.scalar(0, I64), ctx.add("reshape", [length, ctx.i64([])]),
+        dims = x.type.shape[:axis] + x.type.shape[axis + 1:]
+        width = int(np.prod(dims)) if all(isinstance(d, int) for d in dims) else None
+        moved_shape = ctx.add("shape", [moved])
+        length = ctx.add("slice", [moved_shape, ctx.i64([0]), ctx.i64([1]), ctx.i64([1])], {"axes": (0,)})
+        row_width = ctx.i64([width]) if width is not None else ctx.add(
+            "reduce_prod", [ctx.add("slice", [moved_shape, ctx.i64([1]), ctx.i64([x.rank]), ctx.i64([1])],
+                                    {"axes": (0,)})], {"axes": (0,), "keepdims": True})
+        rows = ctx.add("reshape", [moved, ctx.add("concat", [length, row_width], {"axis": 0})])
+        all_rows = ctx.add("range", [ctx.scalar(0, I64), ctx.add("reshape", [length, ctx.i64([])]),
                                      ctx.scalar(1, I64)])
+        if width is not None and width <= MAX_ROW_KEYS:
+            perm = all_rows
+            for c in reversed(range(width)):  # least significant key first
+                perm = _sort_rows_by(ctx, rows, perm, ctx.scalar(c, I64))
+        else:  # one loop step per key, least significant first
+            last = ctx.add("sub", [ctx.add("reshape", [row_width, ctx.i64([])]), ctx.scalar(1, I64)])
+            (perm,) = run_steps(ctx, ctx.add("reshape", [row_width, ctx.i64([])]), [all_rows], [rows, last],
+                                lambda c, j, carried, inv: [_sort_rows_by(c, inv[0], carried[0],
+                                                                          c.add("sub", [inv[1], j]))])
         s = ctx.add("gather", [rows, perm], {"axis": 0})
         starts_mask = True
     n = ctx.add("reshape", [ctx.add("gather", [ctx.add("shape", [s]), ctx.i64([0])], {"axis": 0}),
@@ -139,7 +148,7 @@ def lower_unique(ctx: LoweringContext, node) -> list[Value]:
     starts = ctx.add("reshape", [ctx.add("nonzero", [new]), ctx.i64([-1])])
     values = ctx.add("gather", [s, starts], {"axis": 0})
     if starts_mask is not None:
-        shape = [ctx.i64([-1])] + [ctx.add("gather", [ctx.add("shape", [x]), ctx.i64([i])], {"axis": 0})
+        shape = [ctx.add("shape", [starts])] + [ctx.add("gather", [ctx.add("shape", [x]), ctx.i64([i])], {"axis": 0})
                                    for i in order[1:]]
         values = ctx.add("reshape", [values, ctx.add("concat", shape, {"axis": 0})])
         inverse_perm = [order.index(i) for i in range(x.rank)]

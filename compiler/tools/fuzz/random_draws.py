@@ -3,7 +3,8 @@ family (``generate_random``; ``fuzz(..., family="random")``), and how such a
 program is judged (``run_random_case``).
 
 A program draws from one or two of the distributions ``compile_to_onnx``
-lowers (``compiler/lowering/rules/random.py``), its parameters graph inputs
+lowers with a closed-form transform (``compiler/lowering/rules/random_transforms.py``), its
+parameters graph inputs
 (scalars, or one value per column broadcast against ``size``), from one
 shared NumPy generator (a second draw chained on the first draw's
 next-generator output, as PyTensor's own chains are written), then 0-2
@@ -59,6 +60,15 @@ DISTRIBUTIONS = {
     "bernoulli": ({"p": UNIT}, "i"),
     "integers": ({"low": LOW, "high": ABOVE_LOW}, "i"),
     "categorical": ({"p": SIMPLEX}, "i"),
+    # closed-form quantiles added with random_transforms.py (the special-function quantiles, ~0.1-0.5 ms a
+    # draw, would make a 40,000-row program take seconds: tests/lowering/test_random_transforms.py has them)
+    "halfnormal": ({"loc": REAL, "scale": POSITIVE}, "f"),
+    "halfcauchy": ({"loc": REAL, "scale": POSITIVE}, "f"),
+    "pareto": ({"b": POSITIVE, "scale": POSITIVE}, "f"),
+    "weibull": ({"shape": POSITIVE}, "f"),
+    "truncexpon": ({"b": POSITIVE, "loc": REAL, "scale": POSITIVE}, "f"),
+    "wald": ({"mean": POSITIVE, "scale": POSITIVE}, "f"),
+    "geometric": ({"p": UNIT}, "i"),
 }
 FOLLOW = ["{v} * 2", "pt.exp(-pt.abs({v}))", "pt.sqr({v})", "pt.tanh({v})", "{v} - {p}"]
 

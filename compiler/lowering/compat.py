@@ -48,6 +48,14 @@ else:
     from pytensor.tensor.slinalg import (LU, QR, BlockDiagonal, Cholesky, CholeskySolve, Expm, LUFactor,
                                          PivotToPermutations, Solve, SolveTriangular)
 
+if IS_PYTENSOR_3:
+    from pytensor.tensor.linalg import Eigh, Eigvalsh
+    EighGrad = None  # 3.0's Eigh.L_op builds ordinary ops
+else:
+    from pytensor.tensor.nlinalg import Eigh, EighGrad
+    from pytensor.tensor.slinalg import Eigvalsh
+EIGH_OPS = (Eigh, Eigvalsh)
+
 SoftmaxGrad = getattr(_special, "SoftmaxGrad", None)
 SOFTMAX_OVER_LENGTH_ONE = {"softmax": 1.0, "log_softmax": -0.0} if IS_PYTENSOR_3 else None
 Iv = getattr(_scalar_math, "Iv", None)
@@ -74,6 +82,6 @@ def inner_graph(op):
     return getattr(op, "fgraph", None)
 
 
-__all__ = ["BlockDiagonal", "Cholesky", "CholeskySolve", "Det", "Expm", "IS_PYTENSOR_3", "Iv", "LU", "LUFactor",
+__all__ = ["BlockDiagonal", "Cholesky", "CholeskySolve", "Det", "EIGH_OPS", "Eigh", "EighGrad", "Eigvalsh", "Expm", "IS_PYTENSOR_3", "Iv", "LU", "LUFactor",
            "MatrixInverse", "PYTENSOR_VERSION", "PivotToPermutations", "QR", "SCAN_PREALLOC_TAG", "SLogDet", "SOFTMAX_OVER_LENGTH_ONE", "SoftmaxGrad", "Solve", "SolveTriangular",
            "XlogX", "XlogY0", "inner_graph", "scalar_op_key"]

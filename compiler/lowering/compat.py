@@ -49,10 +49,10 @@ else:
                                          PivotToPermutations, Solve, SolveTriangular)
 
 if IS_PYTENSOR_3:
-    from pytensor.tensor.linalg import Eigh, Eigvalsh
+    from pytensor.tensor.linalg import SVD, Eigh, Eigvalsh, MatrixPinv
     EighGrad = None  # 3.0's Eigh.L_op builds ordinary ops
 else:
-    from pytensor.tensor.nlinalg import Eigh, EighGrad
+    from pytensor.tensor.nlinalg import SVD, Eigh, EighGrad, MatrixPinv
     from pytensor.tensor.slinalg import Eigvalsh
 EIGH_OPS = (Eigh, Eigvalsh)
 
@@ -82,6 +82,6 @@ def inner_graph(op):
     return getattr(op, "fgraph", None)
 
 
-__all__ = ["BlockDiagonal", "Cholesky", "CholeskySolve", "Det", "EIGH_OPS", "Eigh", "EighGrad", "Eigvalsh", "Expm", "IS_PYTENSOR_3", "Iv", "LU", "LUFactor",
+__all__ = ["BlockDiagonal", "Cholesky", "CholeskySolve", "Det", "EIGH_OPS", "Eigh", "EighGrad", "Eigvalsh", "Expm", "MatrixPinv", "SVD", "IS_PYTENSOR_3", "Iv", "LU", "LUFactor",
            "MatrixInverse", "PYTENSOR_VERSION", "PivotToPermutations", "QR", "SCAN_PREALLOC_TAG", "SLogDet", "SOFTMAX_OVER_LENGTH_ONE", "SoftmaxGrad", "Solve", "SolveTriangular",
            "XlogX", "XlogY0", "inner_graph", "scalar_op_key"]

@@ -70,7 +70,7 @@ INT64, BOOL = DType.INT64, DType.BOOL
 MAX_SWEEPS = 30
 
 
-def _mirror(ctx: LoweringContext, a: Value, lower: bool) -> Value:
+def mirror(ctx: LoweringContext, a: Value, lower: bool) -> Value:
     """The symmetric matrix ``a``'s ``lower`` (or upper) triangle defines."""
     rows = positions(ctx, a)
     keep = ctx.add("ge" if lower else "le", [unsq(ctx, rows, 1), rows])  # the triangle read, diagonal included
@@ -95,7 +95,7 @@ def _partners(c: LoweringContext, t: Value, idx: Value, n: Value) -> Value:
     return c.add("where", [c.add("lt", [prt, n]), prt, idx])
 
 
-def _rotation(c: LoweringContext, app: Value, aqq: Value, apq: Value,
+def jacobi_rotation(c: LoweringContext, app: Value, aqq: Value, apq: Value,
               paired: Value) -> tuple[Value, Value, Value, Value]:
     """``(rotate, t, c, s)`` of GVL's ``sym.schur2`` for each pair (module
     docstring), elementwise; ``rotate`` is the Demmel-Veselić threshold,
@@ -119,6 +119,44 @@ def _rotation(c: LoweringContext, app: Value, aqq: Value, apq: Value,
     return rotate, t, cos, c.add("mul", [t, cos])
 
 
+def jacobi_sweeps(ctx: LoweringContext, n: Value, idx: Value, carried: list[Value], step) -> list[Value]:
+    """Run ``step`` over the round-robin pairs of ``idx = range(n)`` (``n``
+    an ``i64[]``) as one ``loop``: ``step(c, idx, prt, first, state)`` gets
+    ``range(n)``, the partner of every index, ``first = idx < prt`` and the carried values and
+    returns ``(new_state, rotate)`` with ``rotate`` the bool pairs it
+    rotated; the loop stops after the first sweep (``m - 1`` steps) without
+    any rotation in the batch, or after ``MAX_SWEEPS`` sweeps. Returns the
+    final carried values."""
+    steps = ctx.add("add", [n, ctx.add("sub", [ctx.add("mod", [n, ctx.scalar(2, INT64)]), ctx.scalar(1, INT64)])])
+    trips = ctx.add("mul", [ctx.scalar(MAX_SWEEPS, INT64), steps])
+    body = Body(ctx, "jacobi")
+    c = body.ctx
+    t = body.input(TensorType(INT64, ()), "t")
+    state = [body.input(v.type, f"state{k}") for k, v in enumerate(carried)]
+    rotated = body.input(TensorType(BOOL, ()), "rotated")
+    r_idx, r_n, r_steps = [body.input(v.type, name) for v, name in zip((idx, n, steps), ("idx", "n", "steps"))]
+    prt = _partners(c, t, r_idx, r_n)
+    new_state, rotate = step(c, r_idx, prt, c.add("lt", [r_idx, prt]), state)
+    any_rot = c.add("or", [rotated, c.add("reduce_any", [rotate], {"axes": list(range(rotate.rank)),
+                                                                 "keepdims": False})])
+    end = c.add("eq", [c.add("mod", [t, r_steps]), c.add("sub", [r_steps, c.scalar(1, INT64)])])
+    more = c.add("or", [c.add("invert", [end]), any_rot])
+    graph = body.finish([more, *new_state, c.add("and", [c.add("invert", [end]), any_rot])])
+    loop = ctx.graph.create_node("loop", [trips, *carried, ctx.const(np.asarray(False)), idx, n, steps],
+                                 {"num_carried": len(carried) + 1, "has_condition": True}, subgraphs={"body": graph})
+    loop.origins = ctx.origins
+    ctx.graph.append(loop)
+    return list(loop.outputs[:len(carried)])
+
+
+def rotate_columns(c: LoweringContext, x: Value, prt: Value, cos: Value, sigma_s: Value) -> Value:
+    """``x J`` for the step's rotations: column ``j`` becomes ``cos_j x[:, j]
+    - sigma_s_j x[:, prt(j)]`` (``cos``, ``sigma_s`` ``(..., n)``)."""
+    last = x.rank - 1
+    return c.add("sub", [c.add("mul", [unsq(c, cos, last - 1), x]),
+                         c.add("mul", [unsq(c, sigma_s, last - 1), c.add("gather", [x, prt], {"axis": last})])])
+
+
 def jacobi_eigh(ctx: LoweringContext, a: Value, want_vectors: bool = True) -> tuple[Value, Value | None]:
     """``(w, V)`` of the symmetric ``a`` (``(..., n, n)``, float, both
     triangles set) by parallel cyclic Jacobi (module docstring): ``w``
@@ -127,47 +165,28 @@ def jacobi_eigh(ctx: LoweringContext, a: Value, want_vectors: bool = True) -> tu
     dt = a.dtype
     n = size_of(ctx, a)
     idx = positions(ctx, a)
-    steps = ctx.add("add", [n, ctx.add("sub", [ctx.add("mod", [n, ctx.scalar(2, INT64)]), ctx.scalar(1, INT64)])])
-    trips = ctx.add("mul", [ctx.scalar(MAX_SWEEPS, INT64), steps])
-    carried = [a, identity_like(ctx, a), ctx.const(np.asarray(False))]
 
-    body = Body(ctx, "jacobi")
-    c = body.ctx
-    t = body.input(TensorType(INT64, ()), "t")
-    A, V, rotated = [body.input(v.type, name) for v, name in zip(carried, ("A", "V", "rotated"))]
-    r_idx, r_n, r_steps = [body.input(v.type, name) for v, name in zip((idx, n, steps), ("idx", "n", "steps"))]
-    prt = _partners(c, t, r_idx, r_n)
-    first = c.add("lt", [r_idx, prt])
-    d = diagonal(c, A, r_idx)  # (..., n)
-    rows_p = c.add("gather", [A, prt], {"axis": A.rank - 2})  # rows_p[i] = A[prt(i)]
-    apq = diagonal(c, rows_p, r_idx)  # A[prt(i), i] == A[i, prt(i)]
-    d_p = c.add("gather", [d, prt], {"axis": d.rank - 1})
-    app, aqq = c.add("where", [first, d, d_p]), c.add("where", [first, d_p, d])
-    rotate, tt, cos, sin = _rotation(c, app, aqq, apq, c.add("ne", [prt, r_idx]))
-    sigma_s = c.add("where", [first, sin, c.add("neg", [sin])])  # (..., n)
-    last = A.rank - 1
-    A1 = c.add("sub", [c.add("mul", [unsq(c, cos, last), A]), c.add("mul", [unsq(c, sigma_s, last), rows_p])])
-    cos_c, sig_c = unsq(c, cos, last - 1), unsq(c, sigma_s, last - 1)
-    A2 = c.add("sub", [c.add("mul", [cos_c, A1]),
-                       c.add("mul", [sig_c, c.add("gather", [A1, prt], {"axis": last})])])
-    upper = c.add("lt", [unsq(c, r_idx, 1), r_idx])
-    A2 = c.add("where", [upper, A2, matrix_transpose(c, A2)])
-    d_new = c.add("sub", [d, c.add("mul", [c.add("where", [first, tt, c.add("neg", [tt])]), apq])])
-    cols = r_idx
-    at_pair = c.add("and", [c.add("eq", [unsq(c, prt, 1), cols]), unsq(c, rotate, last)])  # (..., n, n)
-    eye = c.add("eq", [unsq(c, r_idx, 1), cols])
-    A3 = c.add("where", [eye, unsq(c, d_new, last), c.add("where", [at_pair, c.scalar(0, dt), A2])])
-    V2 = c.add("sub", [c.add("mul", [cos_c, V]), c.add("mul", [sig_c, c.add("gather", [V, prt], {"axis": last})])])
-    any_rot = c.add("or", [rotated, c.add("reduce_any", [rotate], {"axes": list(range(rotate.rank)),
-                                                                 "keepdims": False})])
-    end = c.add("eq", [c.add("mod", [t, r_steps]), c.add("sub", [r_steps, c.scalar(1, INT64)])])
-    more = c.add("or", [c.add("invert", [end]), any_rot])
-    graph = body.finish([more, A3, V2, c.add("and", [c.add("invert", [end]), any_rot])])
-    loop = ctx.graph.create_node("loop", [trips, *carried, idx, n, steps],
-                                 {"num_carried": 3, "has_condition": True}, subgraphs={"body": graph})
-    loop.origins = ctx.origins
-    ctx.graph.append(loop)
-    A, V = loop.outputs[0], loop.outputs[1]
+    def step(c: LoweringContext, r_idx: Value, prt: Value, first: Value, state: list) -> tuple[list, Value]:
+        A, V = state
+        d = diagonal(c, A, r_idx)  # (..., n)
+        rows_p = c.add("gather", [A, prt], {"axis": A.rank - 2})  # rows_p[i] = A[prt(i)]
+        apq = diagonal(c, rows_p, r_idx)  # A[prt(i), i] == A[i, prt(i)]
+        d_p = c.add("gather", [d, prt], {"axis": d.rank - 1})
+        app, aqq = c.add("where", [first, d, d_p]), c.add("where", [first, d_p, d])
+        rotate, tt, cos, sin = jacobi_rotation(c, app, aqq, apq, c.add("ne", [prt, r_idx]))
+        sigma_s = c.add("where", [first, sin, c.add("neg", [sin])])  # (..., n)
+        last = A.rank - 1
+        A1 = c.add("sub", [c.add("mul", [unsq(c, cos, last), A]), c.add("mul", [unsq(c, sigma_s, last), rows_p])])
+        A2 = rotate_columns(c, A1, prt, cos, sigma_s)
+        upper = c.add("lt", [unsq(c, r_idx, 1), r_idx])
+        A2 = c.add("where", [upper, A2, matrix_transpose(c, A2)])
+        d_new = c.add("sub", [d, c.add("mul", [c.add("where", [first, tt, c.add("neg", [tt])]), apq])])
+        at_pair = c.add("and", [c.add("eq", [unsq(c, prt, 1), r_idx]), unsq(c, rotate, last)])  # (..., n, n)
+        eye = c.add("eq", [unsq(c, r_idx, 1), r_idx])
+        A3 = c.add("where", [eye, unsq(c, d_new, last), c.add("where", [at_pair, c.scalar(0, dt), A2])])
+        return [A3, rotate_columns(c, V, prt, cos, sigma_s)], rotate
+
+    A, V = jacobi_sweeps(ctx, n, idx, [a, identity_like(ctx, a)], step)
 
     w, order = ctx.add_multi("sort", [diagonal(ctx, A, idx)], {"axis": -1})
     finite = ctx.add("reduce_all", [ctx.add("eq", [ctx.add("sub", [a, a]), ctx.scalar(0, dt)])],
@@ -196,7 +215,7 @@ def _eigh_rule(ctx: LoweringContext, node, args: list[Value]) -> tuple[Value, ..
     if len(args) != 1:
         raise Unsupported(f"{type(op).__name__} of the generalized problem (a second matrix b) is not lowered")
     (a,) = float_args(ctx, node, args)
-    w, v = jacobi_eigh(ctx, _mirror(ctx, a, _lower_flag(op)), want_vectors=not isinstance(op, Eigvalsh))
+    w, v = jacobi_eigh(ctx, mirror(ctx, a, _lower_flag(op)), want_vectors=not isinstance(op, Eigvalsh))
     return (w,) if v is None else (w, v)
 
 

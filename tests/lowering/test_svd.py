@@ -65,8 +65,10 @@ def _check(u, s, vt, a, full, tol=1e-13):
     np.testing.assert_allclose(vt @ vt.T, np.eye(vt.shape[0]), rtol=0, atol=tol * 10)
 
 
-@pytest.mark.parametrize("shape, full", [(s, f) for s in [(1, 1), (2, 2), (4, 4), (7, 3), (3, 7)] for f in (False, True)]
-                         + [((32, 32), False)])
+SHAPES = [(1, 1), (2, 2), (4, 4), (7, 3), (3, 7)]
+
+
+@pytest.mark.parametrize("shape, full", [(s, f) for s in SHAPES for f in (False, True)] + [((32, 32), False)])
 def test_svd_matches_lapack(shape, full):
     a = pt.dmatrix("a", shape=shape)
     compiled = compile_to_onnx([a], outputs=_svd(a, full_matrices=full))

@@ -96,7 +96,7 @@ def _partners(c: LoweringContext, t: Value, idx: Value, n: Value) -> Value:
 
 
 def jacobi_rotation(c: LoweringContext, app: Value, aqq: Value, apq: Value,
-              paired: Value) -> tuple[Value, Value, Value, Value]:
+                    paired: Value) -> tuple[Value, Value, Value, Value]:
     """``(rotate, t, c, s)`` of GVL's ``sym.schur2`` for each pair (module
     docstring), elementwise; ``rotate`` is the Demmel-Veselić threshold,
     false where ``paired`` is not (the dummy partner of an odd n)."""
@@ -104,7 +104,8 @@ def jacobi_rotation(c: LoweringContext, app: Value, aqq: Value, apq: Value,
     zero, one, two = c.scalar(0, dt), c.scalar(1, dt), c.scalar(2, dt)
     eps, tiny = c.scalar(np.finfo(dt.numpy).eps, dt), c.scalar(np.finfo(dt.numpy).tiny, dt)
     mag = c.add("abs", [apq])
-    limit = c.add("mul", [eps, c.add("mul", [c.add("sqrt", [c.add("abs", [app])]), c.add("sqrt", [c.add("abs", [aqq])])])])
+    root_pp, root_qq = c.add("sqrt", [c.add("abs", [app])]), c.add("sqrt", [c.add("abs", [aqq])])
+    limit = c.add("mul", [eps, c.add("mul", [root_pp, root_qq])])
     rotate = c.add("and", [paired, c.add("and", [c.add("gt", [mag, limit]), c.add("gt", [mag, tiny])])])
     safe = c.add("where", [rotate, apq, one])
     tau = c.add("div", [c.add("sub", [aqq, app]), c.add("mul", [two, safe])])

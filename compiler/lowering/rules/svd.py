@@ -121,7 +121,7 @@ def jacobi_svd(ctx: LoweringContext, a: Value, compute_uv: bool,
         sigma_s = c.add("where", [first, sin, c.add("neg", [sin])])
         return [rotate_columns(c, U, prt, cos, sigma_s), rotate_columns(c, V, prt, cos, sigma_s)], rotate
 
-    eye_n = identity_like(ctx, ctx.add("matmul", [matrix_transpose(ctx, u0), u0]))
+    eye_n = identity_like(ctx, ctx.add("matmul", [matrix_transpose(ctx, u0), u0]))  # (..., N, N): V's start
     U, V = jacobi_sweeps(ctx, n, idx, [u0, eye_n], step)
     norms = ctx.add("sqrt", [ctx.add("reduce_sum", [ctx.add("mul", [U, U])], {"axes": [rows_axis], "keepdims": False})])
     neg_s, order = ctx.add_multi("sort", [ctx.add("neg", [norms])], {"axis": -1})
@@ -191,7 +191,8 @@ def _pinv_rule(ctx: LoweringContext, node, args: list[Value]) -> Value:
         a = mirror(ctx, a, lower=True)
     u, s, vt = jacobi_svd(ctx, a, compute_uv=True, full_matrices=False)
     axis = s.rank - 1
-    cutoff = ctx.add("mul", [ctx.scalar(RCOND, s.dtype), ctx.add("reduce_max", [s], {"axes": [axis], "keepdims": True})])
+    largest = ctx.add("reduce_max", [s], {"axes": [axis], "keepdims": True})
+    cutoff = ctx.add("mul", [ctx.scalar(RCOND, s.dtype), largest])
     large = ctx.add("gt", [s, cutoff])
     one, zero = ctx.scalar(1, s.dtype), ctx.scalar(0, s.dtype)
     inv = ctx.add("where", [large, ctx.add("div", [one, ctx.add("where", [large, s, one])]), zero])

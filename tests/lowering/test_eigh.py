@@ -77,7 +77,7 @@ def _check(w, v, a, tol=1e-13):
     assert np.all(lead > 0)
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 8, 32, None])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 8, 32, pytest.param(None, marks=pytest.mark.slow)])  # None: symbolic, n = 64
 def test_eigh_matches_lapack(n):
     a = pt.dmatrix("a", shape=(n, n))
     compiled = compile_to_onnx([a], outputs=list(_eigh(a)))

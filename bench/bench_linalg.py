@@ -19,6 +19,7 @@ read the medians, never assert on them.
 Usage::
 
     python bench/bench_linalg.py [--sizes 2 4 8 16 32 64 128] [--runs 200] [--batch 1 64]
+    python bench/bench_linalg.py --decompositions [--runs 20]   # Jacobi Eigh/SVD/pinv vs NumPy, n = 4, 32, 128
 """
 
 from __future__ import annotations
@@ -85,14 +86,55 @@ def measure(op: str, form: str, n: int, batch: int, runs: int) -> dict:
             "run": median_seconds(lambda: session.run(None, feed), runs)}
 
 
+# Jacobi decompositions (rules/eigh.py, rules/svd.py) against NumPy's LAPACK in the same process
+DECOMPOSITIONS = {
+    "eigh": (lambda a: list(pt.linalg.eigh(a)), np.linalg.eigh, True),
+    "eigvalsh": (lambda a: [pt.linalg.eigh(a)[0]], np.linalg.eigvalsh, True),
+    "svd": (lambda a: list(pt.linalg.svd(a)), np.linalg.svd, False),
+    "svd_values": (lambda a: [pt.linalg.svd(a, compute_uv=False)], lambda x: np.linalg.svd(x, compute_uv=False),
+                   False),
+    "pinv": (lambda a: [pt.linalg.pinv(a)], np.linalg.pinv, False),
+}
+
+
+def compare_numpy(op: str, n: int, runs: int) -> dict:
+    """Median seconds of one call of ``op`` on a random (symmetric where the
+    op wants it) ``n x n`` float64 matrix: onnxruntime (one intra-op thread)
+    and NumPy (its LAPACK, threads as configured)."""
+    build, reference, symmetric = DECOMPOSITIONS[op]
+    a = pt.tensor("a", dtype="float64", shape=(n, n))
+    compiled = compile_to_onnx([a], outputs=build(a))
+    x = np.random.default_rng(0).normal(size=(n, n))
+    x = x + x.T if symmetric else x
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(compiled.model.SerializeToString(), options, providers=["CPUExecutionProvider"],
+                                   disabled_optimizers=DISABLED_OPTIMIZERS)
+    feed = {compiled.input_names[0]: x}
+    ours = median_seconds(lambda: session.run(None, feed), runs)
+    theirs = median_seconds(lambda: reference(x), runs)
+    return {"ours": ours, "numpy": theirs}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8, 16, 32, 64, 128])
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 64])
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--ops", nargs="+", default=list(OPS))
+    parser.add_argument("--decompositions", action="store_true",
+                        help="Eigh/Eigvalsh/SVD/pinv (Jacobi) against NumPy at --sizes (default 4 32 128)")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
+    if args.decompositions:
+        sizes = args.sizes if argv and "--sizes" in argv else [4, 32, 128]
+        print(f"{'op':<11} {'n':>4} | {'onnxruntime':>12} {'numpy':>10} {'ratio':>6}")
+        for op in DECOMPOSITIONS:
+            for n in sizes:
+                r = compare_numpy(op, n, args.runs)
+                print(f"{op:<11} {n:>4} | {r['ours'] * 1e6:>10.1f}us {r['numpy'] * 1e6:>8.1f}us "
+                      f"{r['ours'] / r['numpy']:>6.1f}", flush=True)
+        return
     print(f"{'op':<17} {'batch':>5} {'n':>4} | {'form':<7} {'nodes':>6} {'compile':>8} {'run':>10}")
     for op in args.ops:
         forms = ["sliced", "masked", "loop"] if OPS[op][1] else ["masked", "loop"]

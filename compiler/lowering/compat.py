@@ -53,6 +53,14 @@ else:
     from pytensor.tensor.slinalg import (LU, QR, BlockDiagonal, Cholesky, CholeskySolve, Expm, LUFactor,
                                          PivotToPermutations, Solve, SolveTriangular)
 
+if IS_PYTENSOR_3:
+    from pytensor.tensor.linalg import SVD, Eigh, Eigvalsh, MatrixPinv
+    EighGrad = None  # 3.0's Eigh.L_op builds ordinary ops
+else:
+    from pytensor.tensor.nlinalg import SVD, Eigh, EighGrad, MatrixPinv
+    from pytensor.tensor.slinalg import Eigvalsh
+EIGH_OPS = (Eigh, Eigvalsh)
+
 SoftmaxGrad = getattr(_special, "SoftmaxGrad", None)
 SOFTMAX_OVER_LENGTH_ONE = {"softmax": 1.0, "log_softmax": -0.0} if IS_PYTENSOR_3 else None
 Iv = getattr(_scalar_math, "Iv", None)
@@ -79,6 +87,6 @@ def inner_graph(op):
     return getattr(op, "fgraph", None)
 
 
-__all__ = ["BlockDiagonal", "Cholesky", "CholeskySolve", "Det", "Expm", "IS_PYTENSOR_3", "Iv", "LU", "LUFactor",
+__all__ = ["BlockDiagonal", "Cholesky", "CholeskySolve", "Det", "EIGH_OPS", "Eigh", "EighGrad", "Eigvalsh", "Expm", "MatrixPinv", "SVD", "IS_PYTENSOR_3", "Iv", "LU", "LUFactor",
            "MatrixInverse", "PYTENSOR_VERSION", "PivotToPermutations", "QR", "SCAN_PREALLOC_TAG", "SLogDet", "SOFTMAX_OVER_LENGTH_ONE", "SoftmaxGrad", "Solve", "SolveSylvester", "SolveTriangular",
            "XlogX", "XlogY0", "inner_graph", "scalar_op_key"]

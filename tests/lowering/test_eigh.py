@@ -1,0 +1,140 @@
+"""``Eigh`` / ``Eigvalsh`` (``rules/eigh.py``: parallel cyclic Jacobi)
+against NumPy's LAPACK ``syevd``: n = 1, 2, 3, 4, 8, 32 static and 64
+symbolic; random, random-orthogonal with condition numbers up to 1e10,
+repeated eigenvalues, near-singular, zero, identity and diagonal inputs;
+either triangle; batched ``Blockwise``; float32; NaN and Inf; the gradient
+against PyTensor; the refused generalized problem."""
+
+import warnings
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.graph.replace import vectorize_graph
+
+from compiler import UnsupportedOpsError, compile_to_onnx
+from compiler.lowering.compat import Eigvalsh
+from tests.helpers import check_pytensor
+
+RNG = np.random.default_rng(31)
+
+
+def _eigh(a, lower=True):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        if hasattr(pt.linalg.eigh, "__code__") and "lower" in pt.linalg.eigh.__code__.co_varnames:
+            return pt.linalg.eigh(a, lower=lower)
+        return pt.linalg.eigh(a, UPLO="L" if lower else "U")
+
+
+def _eigvalsh(a):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            return Eigvalsh(lower=True)(a)
+        except TypeError:  # 2.38: b is a required argument, None as NoneConst
+            from pytensor.tensor.type_other import NoneConst
+            return Eigvalsh(lower=True)(a, NoneConst)
+
+
+def _spectrum(n, eigenvalues):
+    q, _ = np.linalg.qr(RNG.normal(size=(n, n)))
+    return (q * eigenvalues) @ q.T
+
+
+def _inputs(n):
+    """Named symmetric test matrices of size n."""
+    x = RNG.normal(size=(n, n))
+    cases = {"random": x + x.T, "zero": np.zeros((n, n)), "identity": np.eye(n),
+             "diagonal": np.diag(RNG.normal(size=n))}
+    if n >= 2:
+        cases["cond1e10"] = _spectrum(n, np.geomspace(1, 1e-10, n) * RNG.choice([-1, 1], n))
+        cases["spd_cond1e10"] = _spectrum(n, np.geomspace(1, 1e-10, n))
+        cases["repeated"] = _spectrum(n, np.repeat([2.0, -1.0], [n // 2, n - n // 2]))
+        cases["near_singular"] = _spectrum(n, np.r_[1e-15, RNG.uniform(1, 2, n - 1)])
+    return cases
+
+
+def _check(w, v, a, tol=1e-13):
+    """Eigenvalues within ``tol`` of LAPACK's relative to the largest
+    magnitude (what both guarantee), ``V Λ V^T`` within ``tol`` of ``|A|_2``,
+    ``V`` orthogonal, each vector of a simple eigenvalue ``±`` LAPACK's and
+    its largest entry positive (the stated sign convention)."""
+    want_w, want_v = np.linalg.eigh(a)
+    norm = max(np.max(np.abs(want_w)), np.finfo(a.dtype).tiny)
+    assert np.all(np.diff(w) >= 0)
+    np.testing.assert_allclose(w, want_w, rtol=0, atol=tol * norm)
+    np.testing.assert_allclose((v * w) @ v.T, a, rtol=0, atol=tol * norm)
+    np.testing.assert_allclose(v.T @ v, np.eye(len(w)), rtol=0, atol=tol * 10)
+    gaps = np.diff(want_w)
+    simple = np.ones(len(w), bool)
+    simple[:-1] &= gaps > 1e-6 * norm
+    simple[1:] &= gaps > 1e-6 * norm
+    dots = np.abs(np.sum(v * want_v, axis=0))
+    np.testing.assert_allclose(dots[simple], 1, rtol=0, atol=tol * 1e3)
+    lead = v[np.argmax(np.abs(v), axis=0), np.arange(len(w))]
+    assert np.all(lead > 0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 8, 32, pytest.param(None, marks=pytest.mark.slow)])  # None: symbolic, n = 64
+def test_eigh_matches_lapack(n):
+    a = pt.dmatrix("a", shape=(n, n))
+    compiled = compile_to_onnx([a], outputs=list(_eigh(a)))
+    size = n or 64
+    cases = _inputs(size)
+    for name, value in cases.items():
+        w, v = compiled.run(value)
+        _check(w, v, value)
+    assert len(cases) == (4 if size == 1 else 8)
+
+
+def test_upper_triangle_and_eigvalsh():
+    """Only the triangle named is read: the other holds garbage."""
+    a = pt.dmatrix("a", shape=(5, 5))
+    x = _inputs(5)["random"]
+    upper = np.triu(x) + np.tril(RNG.normal(size=(5, 5)) * 1e3, -1)
+    w, v = compile_to_onnx([a], outputs=list(_eigh(a, lower=False))).run(upper)
+    _check(w, v, x)
+    lower = np.tril(x) + np.triu(RNG.normal(size=(5, 5)) * 1e3, 1)
+    (w,) = compile_to_onnx([a], outputs=[_eigvalsh(a)]).run(lower)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(x), rtol=0, atol=1e-13 * np.max(np.abs(w)))
+
+
+def test_batched_float32_and_non_finite():
+    """A batch of 3 (``Blockwise``) with a NaN and an Inf matrix among
+    finite ones: those two are all NaN, the other unaffected; float32 within
+    float32's 1e-5 of LAPACK's float32."""
+    a = pt.dmatrix("a", shape=(4, 4))
+    batch = pt.tensor("batch", dtype="float64", shape=(4, 4, 4))
+    w, v = vectorize_graph(list(_eigh(a)), {a: batch})
+    compiled = compile_to_onnx([batch], outputs=[w, v])
+    values = np.stack([_inputs(4)["random"], _inputs(4)["cond1e10"], _inputs(4)["random"], _inputs(4)["random"]])
+    values[2, 1, 0] = np.nan
+    values[3, 3, 3] = np.inf
+    gw, gv = compiled.run(values)
+    for k in range(2):
+        _check(gw[k], gv[k], values[k])
+    assert np.all(np.isnan(gw[2:])) and np.all(np.isnan(gv[2:]))
+    a32 = pt.matrix("a", dtype="float32", shape=(6, 6))
+    x = _inputs(6)["random"].astype(np.float32)
+    w, v = compile_to_onnx([a32], outputs=list(_eigh(a32))).run(x)
+    assert w.dtype == v.dtype == np.float32
+    _check(w.astype(np.float64), v.astype(np.float64), x.astype(np.float64), tol=1e-5)
+
+
+def test_eigh_gradient_matches_pytensor():
+    a = pt.dmatrix("a", shape=(4, 4))
+    w, v = _eigh(a)
+    cost = (w ** 2).sum() + (v[:, 1] * pt.arange(4)).sum() ** 2 + w[0] * v[2, 3] ** 2
+    x = _inputs(4)["random"]
+    check_pytensor([a], [w, cost, pytensor.grad(cost, a)], [x], rtol=1e-10)
+
+
+def test_generalized_problem_is_refused():
+    a, b = pt.dmatrix("a", shape=(3, 3)), pt.dmatrix("b", shape=(3, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        w = Eigvalsh(lower=True)(a, b)
+    with pytest.raises(UnsupportedOpsError, match="generalized"):
+        compile_to_onnx([a, b], outputs=[w])

@@ -18,7 +18,7 @@ and says so:
 
 ``gammainc``/``gammaincc`` (binary, broadcasting) are SciPy's everywhere it
 converges (``backends/onnx/rules/incgamma_f64.py`` gives the methods and the
-measured bounds; NaN where a series would need over 2,000 terms).
+measured bounds; Temme's expansion for a > 20 with |x - a| < 0.3 a, so a up to 1e300).
 ``owens_t`` (binary, broadcasting) is SciPy's Owen's T function to the
 bound of ``backends/onnx/rules/owens_t_f64.py`` (Patefield & Tandy).
 ``betainc`` (ternary, broadcasting) is SciPy's I_x(a, b) to the bound of

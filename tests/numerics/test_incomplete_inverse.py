@@ -129,12 +129,19 @@ def test_gamma_inverse_subnormal_targets(name):
 
 
 @pytest.mark.parametrize("name", GAMMA_FUNCTIONS)
-def test_gamma_inverse_is_nan_where_the_forward_function_is(name):
-    """Near the median of a >= 1e5 the forward series need over 2,000 terms
-    (``incgamma_f64.MAX_STEPS``) and are NaN: so is the root, never a guess."""
-    got = _run(name, "float64", np.array([1e5, 1e7, 1e5, 3.0]), np.array([0.5, 0.5, 1e-100, 0.5]))
-    assert np.isnan(got[:2]).all() and got[2] == pytest.approx(getattr(sp, name)(1e5, 1e-100), rel=1e-13)
-    assert got[3] == pytest.approx(getattr(sp, name)(3.0, 0.5), rel=1e-14)
+def test_gamma_inverse_at_huge_a(name):
+    """a from 1e10 to 1e300 (NaN before the forward functions had Temme's
+    expansion): the root against the Cornish-Fisher expansion of the gamma
+    quantile, a + z sqrt(a) + (z^2 - 1)/3 + (z^3 - 7z)/(36 sqrt(a)), z the normal
+    quantile of P, whose next term, O(z^4 / a), is below 1e-17 relative here."""
+    a = np.repeat(10.0 ** np.array([10, 14, 20, 50, 100, 200, 300]), 5)
+    y = np.tile([1e-9, 0.01, 0.5, 0.8, 1 - 1e-6], 7)
+    z = sp.ndtri(y) if name == "gammaincinv" else -sp.ndtri(y)
+    root = np.sqrt(a)
+    want = a + (z * root + ((z * z - 1) / 3 + (z ** 3 - 7 * z) / (36 * root)))
+    got = _run(name, "float64", np.r_[a, 3.0], np.r_[y, 0.5])
+    np.testing.assert_allclose(got[:-1], want, rtol=4 * EPS, atol=0)
+    assert got[-1] == pytest.approx(getattr(sp, name)(3.0, 0.5), rel=1e-14)
 
 
 @pytest.mark.slow

@@ -14,6 +14,12 @@ chosen per element as there:
   ``a + b < 171.6`` and by logarithms beyond (``log B`` by ``lbeta``:
   Stirling differences for the larger shape, as TOMS 708's ``algdiv``).
 
+* TOMS 708's asymptotic expansion (``incbeta_asym_f64.basym``) where both
+  shapes exceed 100 and |a - (a + b) x| <= 0.03 min(a, b) (TOMS 708
+  ``bratio``'s region for it), instead of the fractions, whose step count
+  grows with the shapes there (over 1,000 steps, so NaN, at a, b ~ 1e300);
+  in (b, a, 1 - x) above the mean, as the fractions.
+
 ``betainc_pair`` returns I and 1 - I from one evaluation, each computed by
 the branch of its own side (``betaincinv`` needs both to full relative
 accuracy).
@@ -29,7 +35,8 @@ x = 0, 1 at x = 1, 1 for a = 0 or b = inf, 0 for b = 0 or a = inf.
 Bound measured against mpmath (``tests/numerics/test_incomplete_beta.py``):
 ``(1e-13 + 16 eps E) |I|`` with ``E = |a log x| + |b log(1-x)| + |log B(a,b)|``
 where the prefactor is formed by logarithms (a + b >= 171.6) and E = 0
-elsewhere, as Cephes; ``ir/ops/special.py`` states it.
+elsewhere, as Cephes; ``(1e-14 + 2 eps sqrt(a + b)) |I|`` in the asymptotic
+expansion's region; ``docs/numerics.md`` states them.
 """
 
 from __future__ import annotations
@@ -37,9 +44,10 @@ from __future__ import annotations
 import numpy as np
 
 from backends.onnx.rules.common import F64
+from backends.onnx.rules.incbeta_asym_f64 import asymptotic_region, basym, stirling_correction
 from backends.onnx.rules.iterative_f64 import converge, flat_args, on_subset
 from backends.onnx.rules.mathfn import log1p
-from backends.onnx.rules.special_f64 import add, div, gamma_positive, k, lgamma_positive, lt, mul, poly, sub, where
+from backends.onnx.rules.special_f64 import add, div, gamma_positive, k, lgamma_positive, lt, mul, sub, where
 
 MACHEP = 1.11022302462515654042e-16  # Cephes MACHEP (2^-53)
 MAXGAM = 171.624376956302725
@@ -51,15 +59,6 @@ MAX_SERIES_STEPS = 2000  # b x <= 1, x <= 0.95: terms shrink at least as 0.95^n
 
 
 STIRLING_FROM = 20.0  # lgamma's Stirling series below, to 1e-17 absolute from here
-STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360)  # B_2k / (2k (2k-1))
-
-
-def _stirling_correction(c, x):
-    """``lgamma(x) - ((x - 1/2) log x - x + log(2 pi) / 2)`` for x >= 20 (DLMF 5.11.1)."""
-    r = div(c, k(c, 1.0), x)
-    return mul(c, r, poly(c, mul(c, r, r), STIRLING))
-
-
 def lbeta(c, a, b):
     """``log B(a, b)`` for a, b > 0: ``lgamma(s) + lgamma(l) - lgamma(l + s)``
     (s, l the smaller and larger), the difference of the last two from
@@ -74,7 +73,7 @@ def lbeta(c, a, b):
     safe_ls = add(c, safe_l, s)
     difference = add(c, c.op("Neg", mul(c, sub(c, safe_l, k(c, 0.5)), log1p(c, div(c, s, safe_l), F64))),
                      sub(c, s, mul(c, s, c.op("Log", safe_ls))),
-                     sub(c, _stirling_correction(c, safe_l), _stirling_correction(c, safe_ls)))
+                     sub(c, stirling_correction(c, safe_l), stirling_correction(c, safe_ls)))
     plain = sub(c, lgamma_positive(c, l), lgamma_positive(c, ls))
     return add(c, lgamma_positive(c, s), where(c, stirling, difference, plain))
 
@@ -220,12 +219,16 @@ def _direct(c, a, b, x, regular, into, split_at_mean=False):
     rest = c.op("And", regular, c.op("Not", series))
     flip = c.op("And", rest, above_mean)
     flip_series = c.op("And", flip, flip_series_applies)
-    flip_cf = c.op("And", flip, c.op("Not", flip_series))
-    plain_cf = c.op("And", rest, c.op("Not", flip))
+    asym = c.op("And", rest, asymptotic_region(c, a, b, x))
+    flip_cf = c.op("And", flip, c.op("Not", c.op("Or", flip_series, asym)))
+    plain_cf = c.op("And", rest, c.op("Not", c.op("Or", flip, asym)))
     d = on_subset(c, series, [a, b, x], pseries, into)
     d = on_subset(c, flip_series, [b, a, xc], pseries, d)
     d = on_subset(c, plain_cf, [a, b, x], _fraction_method, d)
     d = on_subset(c, flip_cf, [b, a, xc], _fraction_method, d)
+    # one subset for both sides: (b, a, 1 - x) above the mean, as for the fractions
+    swapped = [where(c, flip, b, a), where(c, flip, a, b), where(c, flip, xc, x)]
+    d = on_subset(c, asym, swapped, basym, d)
     return d, flip
 
 

@@ -10,17 +10,17 @@ chosen per element:
 * the prefactor ``x^a e^-x / Gamma(a)`` through the Lanczos sum (Boost's
   N=13, g=6.0247 approximation; Maddock et al., "Incomplete Gamma
   Functions", Boost.Math) where a and x are close, so that the large
-  ``a log x - x`` and ``lgamma(a)`` do not cancel.
+  ``a log x - x`` and ``lgamma(a)`` do not cancel;
+* Temme's uniform asymptotic expansion (DLMF 8.12.3/8.12.4,
+  ``incgamma_temme_f64``) for a > 20 with |x - a| < 0.3 a: SciPy's region for
+  a < 200; above it SciPy keeps the expansion to |x - a| < 4.5 sqrt(a) and
+  runs its series and continued fraction in the rest of the band, which need
+  ~9 sqrt(a) of their 2,000 steps (SciPy's values are truncated sums past
+  a ~ 1e5, 1.0 relative error at a >= 1e8), so this superset is used instead.
 
-SciPy's Temme uniform asymptotic expansion (DLMF 8.12.3/8.12.4) for a > 20
-with x within 30% of a is not used: there the series and the continued
-fraction run instead, and converge in about ``9 sqrt(a)`` steps (at most
-``MAX_STEPS``, which covers a up to ~4e4 in that band; an element that has
-not converged by then is NaN, e.g. ``gammainc(1e300, 1e300)``, where SciPy
-gives 0.5). The branch choice
-outside that band is SciPy's, so each element takes the same method as in
-SciPy. Special values as SciPy: NaN for NaN, a < 0 or x < 0; P(0, x>0) = 1,
-P(a, 0) = 0, P(inf, finite) = 0, P(inf, inf) = NaN, P(finite, inf) = 1 (and
+Outside that band each element takes SciPy's method. An element whose series
+has not converged within ``MAX_STEPS`` is NaN, never a truncated sum.
+Special values as SciPy: NaN for NaN, a < 0 or x < 0; P(0, x>0) = 1, P(a, 0) = 0, P(inf, finite) = 0, P(inf, inf) = NaN, P(finite, inf) = 1 (and
 Q = 1 - P at these points).
 
 Bounds measured against mpmath (``tests/numerics/test_incomplete_gamma.py``)
@@ -36,8 +36,9 @@ import scipy.special as sp
 
 from backends.onnx.rules.common import F64
 from backends.onnx.rules.iterative_f64 import converge, flat_args, on_subset
-from backends.onnx.rules.mathfn import expm1, log1p
-from backends.onnx.rules.special_f64 import add, div, k, lgamma_positive, lt, mul, poly, sub, where
+from backends.onnx.rules.mathfn import expm1
+from backends.onnx.rules.incgamma_temme_f64 import asymptotic_series, temme_region
+from backends.onnx.rules.special_f64 import add, div, k, lgamma_positive, log1pmx, lt, mul, poly, sub, where
 
 MACHEP = 1.11022302462515654042e-16  # Cephes MACHEP (2^-53)
 MAXLOG = 7.09782712893383996843e2
@@ -69,14 +70,6 @@ def lanczos_sum_expg_scaled(c, a):
     inv = div(c, k(c, 1.0), c.op("Max", a, k(c, 1.0)))
     large = div(c, poly(c, inv, LANCZOS_NUM[::-1]), poly(c, inv, LANCZOS_DEN[::-1]))
     return where(c, c.op("LessOrEqual", a, k(c, 1.0)), small, large)
-
-
-def log1pmx(c, x):
-    """``log(1 + x) - x`` without cancellation (Cephes ``log1pmx``): the series
-    ``-x^2/2 + x^3/3 - ...`` (to 1e-18) for |x| < 1/2, else ``log1p(x) - x``."""
-    xs = c.op("Min", c.op("Max", x, k(c, -0.5)), k(c, 0.5))
-    series = mul(c, mul(c, xs, xs), poly(c, xs, [(-1.0) ** (n + 1) / (n + 2) for n in range(56)]))
-    return where(c, lt(c, c.op("Abs", x), 0.5), series, sub(c, log1p(c, x, F64), x))
 
 
 def lgam1p(c, a):
@@ -225,6 +218,8 @@ def _incomplete_gamma(c, a, x, complement):
         value = c.op("Where", complement, forms[True][0], forms[False][0])
         regular, cf, q_series = (c.op("Or", c.op("And", complement, qf), c.op("And", c.op("Not", complement), pf))
                                  for qf, pf in zip(forms[True][1:], forms[False][1:]))
+    temme = c.op("And", regular, temme_region(c, a, x))
+    regular = c.op("And", regular, c.op("Not", temme))
     cf = c.op("And", regular, cf)
     q_series = c.op("And", regular, q_series)
     p_series = c.op("And", regular, c.op("Not", c.op("Or", cf, q_series)))
@@ -237,6 +232,10 @@ def _incomplete_gamma(c, a, x, complement):
             asked_q = complement if not flag else flag[0]
             return _pick(c, asked_q, v, sub(c, k(c, 1.0), v)) if gives_q else _pick(c, asked_q, sub(c, k(c, 1.0), v), v)
         return run
+    def temme_as_asked(c, a, x, *flag):
+        sign = k(c, 1.0 if complement else -1.0) if not flag else where(c, flag[0], k(c, 1.0), k(c, -1.0))
+        return asymptotic_series(c, a, x, sign)
+    value = on_subset(c, temme, args, temme_as_asked, value)
     value = on_subset(c, p_series, args, as_asked(igam_series, False), value)
     value = on_subset(c, cf, args, as_asked(igamc_continued_fraction, True), value)
     value = on_subset(c, q_series, args, as_asked(igamc_series, True), value)

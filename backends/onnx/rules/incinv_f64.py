@@ -88,7 +88,7 @@ def _halley(c, a, y, x0, upper):
         dt = c.op("Clip", where(c, finite, newton, back), k(c, -MAX_DT), k(c, MAX_DT))
         size = c.op("Abs", dt)
         stalled = c.op("And", lt(c, size, 1e-7), c.op("GreaterOrEqual", size, mul(c, k(c, 0.25), c.op("Abs", prev))))
-        # (a back step never ends it: where the forward values jump from 0 to 1, e.g. a ~ 1e300, that is NaN)
+        # (a back step never ends it: where the forward values jump from 0 to 1, that is NaN)
         done = c.op("Or", c.op("LessOrEqual", size, k(c, 2.0 ** -52)), c.op("And", stalled, finite))
         return [mul(c, x, c.op("Exp", dt)), dt], done
     inf = add(c, mul(c, a, k(c, 0.0)), k(c, np.inf))

@@ -426,6 +426,14 @@ def _trigamma_any(c, x):
     return where(c, c.op("IsNaN", x), x, y)
 
 
+def log1pmx(c, x):
+    """``log(1 + x) - x`` without cancellation (Cephes ``log1pmx``): the series
+    ``-x^2/2 + x^3/3 - ...`` (to 1e-18) for |x| < 1/2, else ``log1p(x) - x``."""
+    xs = c.op("Min", c.op("Max", x, k(c, -0.5)), k(c, 0.5))
+    series = mul(c, mul(c, xs, xs), poly(c, xs, [(-1.0) ** (n + 1) / (n + 2) for n in range(56)]))
+    return where(c, lt(c, c.op("Abs", x), 0.5), series, sub(c, log1p(c, x, F64), x))
+
+
 # -- erfc, erfcx ------------------------------------------------------------------------
 def exp_square(c, a, sign: float):
     """``exp(sign * a^2)`` for a >= 0 without the a^2 eps error of ``exp(a*a)``:

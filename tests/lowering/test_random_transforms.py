@@ -57,7 +57,7 @@ DISCRETE = {
     "geometric": (lambda: pt.random.geometric(0.2, size=(N,), rng=_rng()), stats.geom(0.2)),
     "poisson": (lambda: pt.random.poisson(3.5, size=(N,), rng=_rng()), stats.poisson(3.5)),
     "poisson_tiny_rate": (lambda: pt.random.poisson(0.01, size=(N,), rng=_rng()), stats.poisson(0.01)),
-    "poisson_large_rate": (lambda: pt.random.poisson(3e4, size=(N,), rng=_rng()), stats.poisson(3e4)),
+    "poisson_large_rate": (lambda: pt.random.poisson(1e6, size=(N,), rng=_rng()), stats.poisson(1e6)),
     "binomial": (lambda: pt.random.binomial(20, 0.3, size=(N,), rng=_rng()), stats.binom(20, 0.3)),
     "binomial_many_trials": (lambda: pt.random.binomial(100_000, 0.001, size=(N,), rng=_rng()),
                              stats.binom(100_000, 0.001)),

@@ -21,10 +21,11 @@ columns permuted alike; ``U``'s columns are ``u_j / s_j`` where ``s_j >
 remaining ``M - N`` columns are completed to an orthonormal basis by the
 Householder ``Q`` of ``qr.py`` (of ``U`` with those columns zero). Signs:
 ``V``'s column ``j`` has its largest entry positive (``U`` follows). A
-matrix with a NaN or Inf gives all-NaN results. The shape must be known
-to be tall or wide at compile time (both dims static, or the same symbol)
-for ``compute_uv=True``; for singular values only, a matrix of unknown
-orientation is rotated as it is and the ``min(m, n)`` largest returned.
+matrix with a NaN or Inf gives all-NaN results. With ``compute_uv=True``
+a matrix not known at compile time to be tall or wide (both dims static,
+or the same symbol) gets both forms under an ``if`` on ``m < n``; for
+singular values only, it is rotated as it is and the ``min(m, n)``
+largest returned.
 
 Bound: one-sided Jacobi is backward stable with small relative error in
 each singular value for a matrix of well-scaled columns (Demmel &
@@ -46,7 +47,7 @@ import numpy as np
 
 from compiler.lowering.compat import SVD, MatrixPinv
 from compiler.lowering.context import LoweringContext
-from compiler.lowering.errors import Unsupported
+from compiler.lowering.bodies import Body
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.decompositions import float_args, matrix_transpose
 from compiler.lowering.rules.eigh import jacobi_rotation, mirror, jacobi_sweeps, rotate_columns
@@ -60,18 +61,9 @@ INT64 = DType.INT64
 
 
 def _is_wide(a: Value) -> bool:
-    """Whether ``a`` (``(..., m, n)``) has ``m < n``, known at compile time.
-
-    Raises:
-        Unsupported: the dims are not both static nor the same symbol.
-    """
+    """Whether ``a`` (``(..., m, n)``, orientation known: ``_knows_orientation``) has ``m < n``."""
     m, n = a.shape[-2], a.shape[-1]
-    if isinstance(m, int) and isinstance(n, int):
-        return m < n
-    if m == n and m is not None:
-        return False
-    raise Unsupported("SVD of a matrix not known at compile time to be tall or wide, with compute_uv=True "
-                      "(give its shape statically)")
+    return isinstance(m, int) and isinstance(n, int) and m < n
 
 
 def _knows_orientation(a: Value) -> bool:
@@ -97,11 +89,36 @@ def jacobi_svd(ctx: LoweringContext, a: Value, compute_uv: bool,
     ``compute_uv``. Shapes: ``s (..., k)``, ``k = min(m, n)``; ``U (..., m,
     m or k)``, ``Vt (..., n or k, n)``.
 
-    Raises:
-        Unsupported: the orientation is not known at compile time.
+    A matrix whose orientation is not known at compile time gets both
+    forms, one run by an ``if`` on ``m < n`` (``_either_orientation``).
     """
+    if compute_uv and not _knows_orientation(a):
+        return _either_orientation(ctx, a, full_matrices)
     # without U and V the orientation only costs time: a wide matrix's extra columns rotate to zero
     wide = _is_wide(a) if compute_uv or _knows_orientation(a) else False
+    return _oriented_svd(ctx, a, compute_uv, full_matrices, wide)
+
+
+def _either_orientation(ctx: LoweringContext, a: Value, full_matrices: bool) -> tuple[Value, Value, Value]:
+    """``jacobi_svd`` with ``U`` and ``Vt`` of a matrix of run-time shape: an
+    ``if`` whose branches are the wide form (``m < n``, through the transpose)
+    and the tall one."""
+    m, n = (int64_value(ctx, dim_of(ctx, a, axis)) for axis in (-2, -1))
+    subgraphs = {}
+    for role, wide in (("then", True), ("else", False)):
+        body = Body(ctx, f"svd_{role}")
+        inner = body.input(a.type, a.name or "a")
+        subgraphs[role] = body.finish(list(_oriented_svd(body.ctx, inner, True, full_matrices, wide)))
+    node = ctx.graph.create_node("if", [ctx.add("lt", [m, n]), a], subgraphs=subgraphs)
+    node.origins = ctx.origins
+    ctx.graph.append(node)
+    u, s, vt = node.outputs
+    return u, s, vt
+
+
+def _oriented_svd(ctx: LoweringContext, a: Value, compute_uv: bool, full_matrices: bool,
+                  wide: bool) -> tuple[Value | None, Value, Value | None]:
+    """``jacobi_svd`` with the orientation given (``wide``: through ``a``'s transpose)."""
     b = matrix_transpose(ctx, a) if wide else a  # (..., M, N), M >= N unless only s is wanted
     dt = b.dtype
     scale = _power_of_two_scale(ctx, b)
@@ -176,7 +193,7 @@ def lower_svd(ctx: LoweringContext, node) -> list[Value]:
     """``SVD`` of one matrix (module docstring); float results only.
 
     Raises:
-        Unsupported: an integer result dtype, or a shape not known to be tall or wide.
+        Unsupported: an integer result dtype.
     """
     return list(_svd_rule(ctx, node, [ctx.get(v) for v in node.inputs]))
 
@@ -209,6 +226,6 @@ def lower_pinv(ctx: LoweringContext, node) -> list[Value]:
     """``MatrixPinv`` of one matrix (module docstring); float results only.
 
     Raises:
-        Unsupported: an integer result dtype, or a shape not known to be tall or wide.
+        Unsupported: an integer result dtype.
     """
     return [_pinv_rule(ctx, node, [ctx.get(v) for v in node.inputs])]

@@ -14,7 +14,7 @@ from scipy import special, stats
 
 from compiler import compile_to_onnx
 from compiler.lowering.errors import UnsupportedOpsError
-from tests.lowering.test_random import P_MIN, _chi2_p, _noise, _rng
+from tests.lowering.test_random import P_MIN, _noise, _rng
 
 N = 1000
 # quantiles through betaincinv/gammaincinv cost ~0.1-1 ms a draw: their float32 runs, and beta_binomial,

@@ -50,7 +50,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.tensor.random import basic as rb
 from pytensor.tensor.random.op import RandomVariable, RandomVariableWithCoreShape
 from pytensor.tensor.random.type import RandomType
 from pytensor.tensor.type_other import NoneTypeT
@@ -62,7 +61,7 @@ from compiler.lowering.rules.random_transforms import TRANSFORMS, Transform
 from ir import DType, OpError, TensorType, Value
 from ir.ops.common import broadcast_shapes
 
-F32, F64, I64, BOOL = DType.FLOAT32, DType.FLOAT64, DType.INT64, DType.BOOL
+F32, F64, I64 = DType.FLOAT32, DType.FLOAT64, DType.INT64
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ from compiler.lowering.context import LoweringContext
 from compiler.lowering.rules.decompositions import cholesky
 from ir import DType, TensorType, Value
 
-F64, I64, BOOL = DType.FLOAT64, DType.INT64, DType.BOOL
+F64, I64 = DType.FLOAT64, DType.INT64
 NORMAL, UNIFORM = "normal", "uniform"
 # the search loop's trip-count cap: each step moves an element by one, from a guess a few steps off
 SEARCH_STEPS = 2 ** 31 - 1
@@ -365,8 +365,9 @@ def _quantile_search(ctx, u: Value, guess: Value, params: list[Value], cdf, uppe
 
 
 def _cornish_fisher(ctx, u, mean, sd, skew):
-    """``max(0, round(mean + sd (z + skew (z^2 - 1) / 6) - 1/2))``, ``z`` the normal quantile of ``u``
-    (float64): a guess of the discrete quantile a few steps from it."""
+    """``max(0, floor(mean + sd (z + skew (z^2 - 1) / 6)))``, ``z`` the normal quantile of ``u`` (float64;
+    the Cornish-Fisher expansion to the skewness term): a guess of the discrete quantile a few steps from
+    it (0 where it is NaN)."""
     z = _std_normal_of(ctx, u)
     z = ctx.add("clip", [z, ctx.scalar(-40.0, F64), ctx.scalar(40.0, F64)])
     zz = ctx.add("sub", [ctx.add("mul", [z, z]), ctx.scalar(1.0, F64)])
@@ -396,6 +397,7 @@ def _binomial_cdf(c, q, k):
 
 
 def _binomial_from(ctx, u, n, prob):
+    """The binomial(n, prob) quantile of ``u`` by ``_quantile_search`` (at most n)."""
     n, prob = ctx.cast(n, F64), ctx.cast(prob, F64)
     mean = ctx.add("mul", [n, prob])
     var = ctx.add("mul", [mean, ctx.add("sub", [ctx.scalar(1.0, F64), prob])])

@@ -94,7 +94,7 @@ def test_continuous_distribution_and_its_quantile(name, dtype):
         rtol = 1e-11 if dtype == "float64" else 4e-6
         np.testing.assert_allclose(draws, want.astype(dtype), rtol=rtol, atol=rtol * np.abs(want).max())
     else:
-        assert spec.shape == (N, 2)
+        assert spec.shape == (N, 3)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n == "beta_binomial" else [])

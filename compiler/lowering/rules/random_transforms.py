@@ -26,8 +26,8 @@ and PyTensor's agree in distribution, never value by value.
   found by a loop that steps each element from a Cornish-Fisher guess until
   ``F(k - 1) <= u < F(k)`` holds for every element (``_quantile_search``);
 - **several uniforms**: wald (Michael, Schucany & Haas 1976, NumPy's
-  algorithm: a normal from ``u1`` by ``sqrt(2) erfinv(2 u1 - 1)``, the root
-  choice by ``u2``), beta_binomial (a beta ``p`` from ``u1``, then a
+  algorithm: a normal from ``u1, u2`` by Box-Muller, the root choice by
+  ``u3``), beta_binomial (a beta ``p`` from ``u1``, then a
   binomial from ``u2``), dirichlet (``G_i = P^-1(alpha_i + 1, u1) *
   u2^(1 / alpha_i)`` is Gamma(alpha_i) (Marsaglia & Tsang 2000, section 3),
   normalized as ``softmax(log G)`` so tiny alphas do not underflow to 0/0);
@@ -295,12 +295,15 @@ def _student_t(ctx, u, p):
 
 # -- several uniforms ----------------------------------------------------------------------------------------
 def _wald(ctx, noise, p):
-    """Michael, Schucany & Haas (1976), NumPy's ``wald``, with the smaller root
+    """Michael, Schucany & Haas (1976), NumPy's ``wald`` (a normal by Box-Muller from ``u1, u2``, the root
+    choice by ``u3``), with the smaller root
     written ``4 mu^2 lam y / (s + mu y)^2`` (``s = sqrt(4 mu lam y + mu^2 y^2)``),
     free of the cancellation in ``mu + mu^2 y / (2 lam) - mu s / (2 lam)``."""
     mean, lam = p
-    u1, u2 = _split(ctx, noise, 2)
-    z = _std_normal_of(ctx, u1)
+    u1, u2, u3 = _split(ctx, noise, 3)
+    # Box-Muller: a standard normal from two uniforms (cheaper to build and run than erfinv's quantile)
+    radius = ctx.add("sqrt", [ctx.add("mul", [_k(ctx, u1, -2.0), ctx.add("log", [_positive(ctx, u1)])])])
+    z = ctx.add("mul", [radius, ctx.add("cos", [ctx.add("mul", [_k(ctx, u2, 2 * np.pi), u2])])])
     y = ctx.add("mul", [z, z])
     mu_y = ctx.add("mul", [mean, y])
     four_mu_lam_y = _mul(ctx, _k(ctx, y, 4.0), mean, lam, y)
@@ -308,7 +311,7 @@ def _wald(ctx, noise, p):
     denom = ctx.add("add", [s, mu_y])
     x = ctx.add("div", [ctx.add("mul", [mean, four_mu_lam_y]), ctx.add("mul", [denom, denom])])
     x = ctx.add("where", [ctx.add("eq", [y, _k(ctx, y, 0.0)]), ctx.add("add", [mean, _k(ctx, y, 0.0)]), x])
-    keep = ctx.add("le", [u2, ctx.add("div", [mean, ctx.add("add", [mean, x])])])
+    keep = ctx.add("le", [u3, ctx.add("div", [mean, ctx.add("add", [mean, x])])])
     return ctx.add("where", [keep, x, ctx.add("div", [ctx.add("mul", [mean, mean]), x])])
 
 
@@ -454,7 +457,7 @@ TRANSFORMS = {
     rb.GenGammaRV: Transform(UNIFORM, _gengamma, (0, 0, 0)),
     rb.BetaRV: Transform(UNIFORM, _beta, (0, 0)),
     rb.StudentTRV: Transform(UNIFORM, _student_t, (0, 0, 0)),
-    rb.WaldRV: Transform(UNIFORM, _wald, (0, 0), uniforms=2),
+    rb.WaldRV: Transform(UNIFORM, _wald, (0, 0), uniforms=3),
     rb.BernoulliRV: Transform(UNIFORM, _bernoulli, (0,)),
     rb.IntegersRV: Transform(UNIFORM, _integers, (0, 0)),
     rb.GeometricRV: Transform(UNIFORM, _geometric, (0,)),

@@ -291,9 +291,10 @@ def test_quick_idioms_run_has_no_unexplained_failures(start):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("start", range(300_000, 300_300, 100))
+# 150 idiom graphs a line, different ones (CI covers the 300 seeds 300000..300299 across the lines)
+@pytest.mark.parametrize("start", range(300_000 if IS_PYTENSOR_3 else 300_150, 300_150 if IS_PYTENSOR_3 else 300_300, 50))
 def test_long_idioms_run_has_no_failures(start):
-    report = fuzz(start, 100, isolate=True, shrink_failures=True, backend="python", timeout_s=120, family="idioms")
+    report = fuzz(start, 50, isolate=True, shrink_failures=True, backend="python", timeout_s=120, family="idioms")
     print(report.summary())
     assert not report.failures, report.summary()
 
@@ -448,9 +449,10 @@ def test_quick_random_run_has_no_failures():
 
 
 @pytest.mark.slow  # ~0.6 s a program on an idle core (40,000-row samples, 4 models, wrong-shape variants)
-@pytest.mark.parametrize("start", [500_000, 500_100])
+# 100 random-variable programs a line, different ones (CI covers 500000..500199 across the lines)
+@pytest.mark.parametrize("start", [500_000, 500_050] if IS_PYTENSOR_3 else [500_100, 500_150])
 def test_long_random_run_has_no_failures(start):
-    report = fuzz(start, 100, isolate=True, shrink_failures=True, backend="python", timeout_s=120, family="random")
+    report = fuzz(start, 50, isolate=True, shrink_failures=True, backend="python", timeout_s=120, family="random")
     print(report.summary())
     assert not report.failures, report.summary()
 

@@ -14,11 +14,13 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from compiler import nn
+from compiler.lowering.compat import IS_PYTENSOR_3
 from tests.helpers import check_pytensor
 from tests.nn import onnx_ops
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
-FAST, SWEEP = 12, 150
+# the slow job's sweep: 150 examples on the 3.0 line, 75 on 2.38 (new ones every CI run; CI's budget)
+FAST, SWEEP = 12, 150 if IS_PYTENSOR_3 else 75
 
 
 def _size(draw, kernel: int, dilation: int, pad: int) -> int:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from pytensor.compile.mode import Mode, get_default_mode
 from pytensor.tensor.signal import convolve2d
 
+from compiler.lowering.compat import IS_PYTENSOR_3
 import passes.batchnorm_folding  # noqa: F401  (registers the passes named in PIPELINE)
 import passes.conv_bias  # noqa: F401
 import passes.filter_flip  # noqa: F401
@@ -597,8 +598,8 @@ def test_convolutions_match_pytensor_in_onnxruntime(case):
     check_conv_case(case)
 
 
-@pytest.mark.slow
-@settings(max_examples=150, deadline=None)
+@pytest.mark.slow  # 150 examples on the 3.0 line, 75 on 2.38 (new ones every CI run; CI's budget)
+@settings(max_examples=150 if IS_PYTENSOR_3 else 75, deadline=None)
 @given(conv_cases())
 def test_convolutions_match_pytensor_in_onnxruntime_sweep(case):
     check_conv_case(case)

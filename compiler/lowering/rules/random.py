@@ -5,12 +5,14 @@ wrapper in compiled functions) under the ``random`` option of
 
 A draw is an exact transform of **standard noise** of the draw's shape
 (the shape ``size`` gives, else the broadcast of the parameters' batch
-shapes): standard normal noise ``z`` or U[0, 1) noise ``u``. Where the noise
+shapes, then a multivariate draw's core dim; a transform that takes several
+uniforms per element adds a trailing axis of that length): standard normal
+noise ``z`` or U[0, 1) noise ``u``. Where the noise
 comes from is the policy:
 
 - ``random="inputs"``: each draw's noise is a new model input, named
   ``<draw>_noise`` (the draw variable's name, else the distribution's;
-  made unique), of the noise dtype and the draw's shape (static dims as
+  made unique), of the noise dtype and that shape (static dims as
   PyTensor knows them, others named ``<input>_dim<axis>``); the caller
   supplies it, so the randomness is theirs, reproducibly.
   ``CompiledModel.random_inputs`` describes each (``RandomInput``).

@@ -38,7 +38,7 @@ from compiler.lowering.compat import Cholesky, SolveTriangular
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
-from compiler.lowering.rules.matrix_loops import cholesky_loop, triangular_loop
+from compiler.lowering.rules.matrix_loops import cholesky_loop, matrix_transpose, triangular_loop
 from compiler.lowering.rules.scalar_ops import shape_of
 from ir import DType, Value
 
@@ -61,13 +61,6 @@ def _unrolled_size(x: Value, op: str) -> int | None:
 def _slice(ctx: LoweringContext, x: Value, axis: int, start: int, stop: int) -> Value:
     """``x[..., start:stop, ...]`` on ``axis`` (non-negative)."""
     return ctx.add("slice", [x, ctx.i64([start]), ctx.i64([stop]), ctx.i64([1])], {"axes": [axis]})
-
-
-def matrix_transpose(ctx: LoweringContext, x: Value) -> Value:
-    """Transpose of the last two axes."""
-    perm = list(range(x.rank))
-    perm[-2], perm[-1] = perm[-1], perm[-2]
-    return ctx.add("transpose", [x], {"perm": perm})
 
 
 def _concat(ctx: LoweringContext, parts: list[Value], axis: int) -> Value:

@@ -63,18 +63,12 @@ from compiler.lowering.errors import Unsupported
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.decompositions import float_args, matrix_transpose
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
-from compiler.lowering.rules.matrix_loops import diagonal, identity_like, positions, size_of, unsq
+from compiler.lowering.rules.matrix_loops import (diagonal, identity_like, positions, size_of,
+                                                   symmetric_from_triangle, unsq)
 from ir import DType, TensorType, Value
 
 INT64, BOOL = DType.INT64, DType.BOOL
 MAX_SWEEPS = 30
-
-
-def mirror(ctx: LoweringContext, a: Value, lower: bool) -> Value:
-    """The symmetric matrix ``a``'s ``lower`` (or upper) triangle defines."""
-    rows = positions(ctx, a)
-    keep = ctx.add("ge" if lower else "le", [unsq(ctx, rows, 1), rows])  # the triangle read, diagonal included
-    return ctx.add("where", [keep, a, matrix_transpose(ctx, a)])
 
 
 def _partners(c: LoweringContext, t: Value, idx: Value, n: Value) -> Value:
@@ -216,7 +210,7 @@ def _eigh_rule(ctx: LoweringContext, node, args: list[Value]) -> tuple[Value, ..
     if len(args) != 1:
         raise Unsupported(f"{type(op).__name__} of the generalized problem (a second matrix b) is not lowered")
     (a,) = float_args(ctx, node, args)
-    w, v = jacobi_eigh(ctx, mirror(ctx, a, _lower_flag(op)), want_vectors=not isinstance(op, Eigvalsh))
+    w, v = jacobi_eigh(ctx, symmetric_from_triangle(ctx, a, _lower_flag(op)), want_vectors=not isinstance(op, Eigvalsh))
     return (w,) if v is None else (w, v)
 
 

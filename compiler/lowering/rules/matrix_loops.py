@@ -103,11 +103,39 @@ def zeros_like(ctx: LoweringContext, x: Value) -> Value:
     return ctx.add("expand", [ctx.scalar(0, x.dtype), shape_of(ctx, x)])
 
 
+def eye(ctx: LoweringContext, a: Value, axis: int = -1) -> Value:
+    """The identity matrix ``(k, k)`` of ``a``'s dtype, ``k = a.shape[axis]``, without batch dims."""
+    rows = positions(ctx, a, axis)
+    return ctx.cast(ctx.add("eq", [unsq(ctx, rows, 1), rows]), a.dtype)
+
+
 def identity_like(ctx: LoweringContext, a: Value) -> Value:
     """Identity matrices of ``a``'s shape (``(..., n, n)``) and dtype."""
+    return ctx.add("expand", [eye(ctx, a), shape_of(ctx, a)])
+
+
+def identity_of(ctx: LoweringContext, a: Value, axis: int) -> Value:
+    """Identity matrices ``(..., k, k)`` of ``a``'s dtype and batch dims,
+    ``k = a.shape[axis]`` (``axis`` one of ``a``'s last two)."""
+    axis %= a.rank
+    shape = shape_of(ctx, a)
+    batch = ctx.add("slice", [shape, ctx.i64([0]), ctx.i64([a.rank - 2]), ctx.i64([1])], {"axes": [0]})
+    k = ctx.add("slice", [shape, ctx.i64([axis]), ctx.i64([axis + 1]), ctx.i64([1])], {"axes": [0]})
+    return ctx.add("expand", [eye(ctx, a, axis), ctx.add("concat", [batch, k, k], {"axis": 0})])
+
+
+def symmetric_from_triangle(ctx: LoweringContext, a: Value, lower: bool) -> Value:
+    """The symmetric matrix whose ``lower`` (or upper) triangle, diagonal included, is ``a``'s."""
     rows = positions(ctx, a)
-    eye = ctx.cast(ctx.add("eq", [unsq(ctx, rows, 1), rows]), a.dtype)
-    return ctx.add("expand", [eye, shape_of(ctx, a)])
+    keep = ctx.add("ge" if lower else "le", [unsq(ctx, rows, 1), rows])
+    return ctx.add("where", [keep, a, matrix_transpose(ctx, a)])
+
+
+def matrix_transpose(ctx: LoweringContext, x: Value) -> Value:
+    """Transpose of the last two axes."""
+    perm = list(range(x.rank))
+    perm[-2], perm[-1] = perm[-1], perm[-2]
+    return ctx.add("transpose", [x], {"perm": perm})
 
 
 def column(ctx: LoweringContext, x: Value, j: Value) -> Value:

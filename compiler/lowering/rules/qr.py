@@ -46,8 +46,7 @@ from compiler.lowering.registry import lowers
 from compiler.lowering.rules.decompositions import float_args
 from compiler.lowering.rules.indexing import dim_of, int64_value
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
-from compiler.lowering.rules.matrix_loops import column, positions, run_steps, unsq
-from compiler.lowering.rules.scalar_ops import shape_of
+from compiler.lowering.rules.matrix_loops import column, identity_of, positions, run_steps, unsq
 from ir import DType, Value
 
 INT64 = DType.INT64
@@ -62,24 +61,13 @@ def _steps(ctx: LoweringContext, a: Value) -> Value:
     return ctx.add("minimum", [int64_value(ctx, dim_of(ctx, a, -2)), int64_value(ctx, dim_of(ctx, a, -1))])
 
 
-def _eye(ctx: LoweringContext, a: Value) -> Value:
-    """Identity matrices ``(..., m, m)`` for ``a`` of shape ``(..., m, n)``."""
-    rows = positions(ctx, a, a.rank - 2)
-    eye = ctx.cast(ctx.add("eq", [unsq(ctx, rows, 1), rows]), a.dtype)
-    batch = ctx.add("slice", [shape_of(ctx, a), ctx.i64([0]), ctx.i64([a.rank - 1]), ctx.i64([1])], {"axes": [0]})
-    square = ctx.add("concat", [batch, ctx.add("slice", [shape_of(ctx, a), ctx.i64([a.rank - 2]),
-                                                         ctx.i64([a.rank - 1]), ctx.i64([1])], {"axes": [0]})],
-                     {"axis": 0})
-    return ctx.add("expand", [eye, square])
-
-
 def householder_qr(ctx: LoweringContext, a: Value, want_q: bool) -> tuple[Value | None, Value]:
     """``(Q, R)`` of ``a`` (``(..., m, n)``, float) by ``dgeqr2``'s
     Householder reflections (module docstring): ``Q (..., m, m)`` (None
     unless ``want_q``) and ``R (..., m, n)``, upper trapezoidal with exact
     zeros below the diagonal."""
     rows, cols = positions(ctx, a, a.rank - 2), positions(ctx, a, a.rank - 1)
-    carried = [a] + ([_eye(ctx, a)] if want_q else [])
+    carried = [a] + ([identity_of(ctx, a, a.rank - 2)] if want_q else [])
 
     def step(c: LoweringContext, j: Value, state: list, invariant: list) -> list:
         R, *rest = state

@@ -51,7 +51,8 @@ from compiler.lowering.context import LoweringContext
 from compiler.lowering.registry import find_in_mro, lowers
 from compiler.lowering.rules.decompositions import cholesky, float_args, matrix_transpose, solve_triangular
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
-from compiler.lowering.rules.matrix_loops import broadcast_batch, diagonal, identity_like, lu_loop, positions, unsq
+from compiler.lowering.rules.matrix_loops import (broadcast_batch, diagonal, identity_like, lu_loop, positions,
+                                                   symmetric_from_triangle, unsq)
 from ir import DType, Value
 
 
@@ -65,14 +66,6 @@ def _as_matrix_rhs(ctx: LoweringContext, b: Value, b_ndim: int) -> Value:
 
 def _from_matrix_rhs(ctx: LoweringContext, x: Value, b_ndim: int) -> Value:
     return ctx.add("squeeze", [x], {"axes": [x.rank - 1]}) if b_ndim == 1 else x
-
-
-def _symmetric(ctx: LoweringContext, a: Value, lower: bool) -> Value:
-    """The symmetric matrix whose ``lower`` (or upper) triangle is ``a``'s."""
-    rows = positions(ctx, a)
-    r, c = unsq(ctx, rows, 1), rows
-    keep = ctx.add("ge" if lower else "le", [r, c])
-    return ctx.add("where", [keep, a, matrix_transpose(ctx, a)])
 
 
 def _tridiagonal_part(ctx: LoweringContext, a: Value) -> Value:
@@ -113,7 +106,7 @@ def _solve_rule(ctx: LoweringContext, node, args: list[Value]) -> Value:
     if op.assume_a == "gen":
         x = lu_solve(ctx, a, b)
     elif op.assume_a in ("sym", "her"):
-        x = lu_solve(ctx, _symmetric(ctx, a, op.lower), b)
+        x = lu_solve(ctx, symmetric_from_triangle(ctx, a, op.lower), b)
     elif op.assume_a == "pos":
         x = spd_solve(ctx, a, b, op.lower)
     elif op.assume_a == "tridiagonal":

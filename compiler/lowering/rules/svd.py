@@ -50,10 +50,10 @@ from compiler.lowering.context import LoweringContext
 from compiler.lowering.bodies import Body
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.decompositions import float_args, matrix_transpose
-from compiler.lowering.rules.eigh import jacobi_rotation, mirror, jacobi_sweeps, rotate_columns
+from compiler.lowering.rules.eigh import jacobi_rotation, jacobi_sweeps, rotate_columns
 from compiler.lowering.rules.indexing import dim_of, int64_value
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
-from compiler.lowering.rules.matrix_loops import identity_like, positions, size_of, unsq
+from compiler.lowering.rules.matrix_loops import identity_of, positions, size_of, symmetric_from_triangle, unsq
 from compiler.lowering.rules.qr import householder_qr
 from ir import DType, Value
 
@@ -138,7 +138,7 @@ def _oriented_svd(ctx: LoweringContext, a: Value, compute_uv: bool, full_matrice
         sigma_s = c.add("where", [first, sin, c.add("neg", [sin])])
         return [rotate_columns(c, U, prt, cos, sigma_s), rotate_columns(c, V, prt, cos, sigma_s)], rotate
 
-    eye_n = identity_like(ctx, ctx.add("matmul", [matrix_transpose(ctx, u0), u0]))  # (..., N, N): V's start
+    eye_n = identity_of(ctx, u0, u0.rank - 1)  # (..., N, N): V's start
     U, V = jacobi_sweeps(ctx, n, idx, [u0, eye_n], step)
     norms = ctx.add("sqrt", [ctx.add("reduce_sum", [ctx.add("mul", [U, U])], {"axes": [rows_axis], "keepdims": False})])
     neg_s, order = ctx.add_multi("sort", [ctx.add("neg", [norms])], {"axis": -1})
@@ -205,7 +205,7 @@ def _pinv_rule(ctx: LoweringContext, node, args: list[Value]) -> Value:
     op = getattr(node.op, "core_op", node.op)
     (a,) = float_args(ctx, node, args)
     if op.hermitian:
-        a = mirror(ctx, a, lower=True)
+        a = symmetric_from_triangle(ctx, a, lower=True)
     u, s, vt = jacobi_svd(ctx, a, compute_uv=True, full_matrices=False)
     axis = s.rank - 1
     largest = ctx.add("reduce_max", [s], {"axes": [axis], "keepdims": True})

@@ -36,16 +36,10 @@ from compiler.lowering.registry import lowers
 from compiler.lowering.rules.decompositions import float_args, matrix_transpose
 from compiler.lowering.rules.indexing import dim_of, int64_value
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
-from compiler.lowering.rules.matrix_loops import positions, unsq
+from compiler.lowering.rules.matrix_loops import eye, unsq
 from compiler.lowering.rules.scalar_ops import shape_of
 from compiler.lowering.rules.solvers import lu_solve
 from ir import Value
-
-
-def _eye(ctx: LoweringContext, like: Value) -> Value:
-    """The identity of ``like``'s matrix size (``(n, n)``, ``like``'s dtype)."""
-    rows = positions(ctx, like)
-    return ctx.cast(ctx.add("eq", [unsq(ctx, rows, 1), rows]), like.dtype)
 
 
 def _with_core(ctx: LoweringContext, x: Value, core_rank: int, core: list[Value]) -> Value:
@@ -61,9 +55,9 @@ def sylvester_solve(ctx: LoweringContext, a: Value, b: Value, q: Value) -> Value
     n = ctx.add("reshape", [int64_value(ctx, dim_of(ctx, b, -1)), ctx.i64([1])])
     mn = ctx.add("mul", [m, n])
     # (..., m, n, m, n): A[i, k] I[j, l] + I[i, k] B^T[j, l]
-    a_part = ctx.add("mul", [unsq(ctx, unsq(ctx, a, a.rank), a.rank - 1), unsq(ctx, unsq(ctx, _eye(ctx, b), 1), 0)])
+    a_part = ctx.add("mul", [unsq(ctx, unsq(ctx, a, a.rank), a.rank - 1), unsq(ctx, unsq(ctx, eye(ctx, b), 1), 0)])
     bt = matrix_transpose(ctx, b)
-    b_part = ctx.add("mul", [unsq(ctx, unsq(ctx, _eye(ctx, a), 2), 1), unsq(ctx, unsq(ctx, bt, bt.rank - 1), bt.rank - 2)])
+    b_part = ctx.add("mul", [unsq(ctx, unsq(ctx, eye(ctx, a), 2), 1), unsq(ctx, unsq(ctx, bt, bt.rank - 1), bt.rank - 2)])
     k = ctx.add("add", [a_part, b_part])
     k = _with_core(ctx, k, 4, [mn, mn])
     rhs = _with_core(ctx, q, 2, [mn, ctx.i64([1])])

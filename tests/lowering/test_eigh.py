@@ -228,3 +228,19 @@ def test_generalized_gradient_matches_pytensor():
         cost = cost + (w2 * pt.arange(4)).sum() + ((v2 ** 2) * pt.arange(16).reshape((4, 4))).sum()
     check_pytensor([a, b], [w, cost, *pytensor.grad(cost, [a, b])], [_inputs(4)["random"], _spd(4, 10.0)],
                    rtol=1e-9)
+
+
+@pytest.mark.parametrize("lower", [False, True])
+def test_generalized_cases_of_pytensors_backend_suites(lower):
+    """The generalized ``eigvalsh`` cases of PyTensor's JAX and MLX suites
+    (``tests/link/jax/linalg/test_decomposition.py::test_jax_eigvalsh``,
+    ``tests/link/mlx/linalg/test_decomposition.py::test_mlx_eigvalsh``;
+    both backends raise NotImplementedError there), symbolic shapes, against
+    PyTensor's evaluation: the JAX suite's integer-valued 4 x 4 pair and the
+    MLX suite's ``(M M^T, M M^T)`` (every eigenvalue 1)."""
+    a, b = pt.dmatrix("a"), pt.dmatrix("b")
+    jax_a = np.array([[6, 3, 1, 5], [3, 0, 5, 1], [1, 5, 6, 2], [5, 1, 2, 2]], dtype=np.float64)
+    jax_b = np.array([[10, 0, 1, 3], [0, 12, 7, 8], [1, 7, 14, 2], [3, 8, 2, 16]], dtype=np.float64)
+    m = np.random.default_rng(15).normal(size=(3, 3))
+    for x, y in [(jax_a, jax_b), (m @ m.T, m @ m.T)]:
+        check_pytensor([a, b], [_eigvalsh_ab(a, b, lower=lower)], [x, y], rtol=1e-12, atol=1e-12)

@@ -213,3 +213,19 @@ def test_raw_mode_of_static_non_square_is_refused():
     a = pt.dmatrix("a", shape=(4, 3))
     with pytest.raises(UnsupportedOpsError, match="raw"):
         compile_to_onnx([a], outputs=list(pt.linalg.qr(a, mode="raw")))
+
+
+@pytest.mark.parametrize("mode", ["full", "raw"])
+def test_pivoted_cases_of_pytensors_numba_suite(mode):
+    """``tests/link/numba/linalg/test_decomposition.py::test_qr``'s real
+    cases with pivoting (a static 5 x 5 normal matrix, modes "full" and
+    "raw") against PyTensor's evaluation, the permutation exactly; and
+    ``tests/link/pytorch/linalg/test_decomposition.py::test_qr``'s (a
+    symbolic matrix, ``M M^T`` of 3 x 3; "raw" is an expected failure of
+    PyTensor's PyTorch backend)."""
+    a = pt.tensor("a", shape=(5, 5), dtype="float64")
+    check_pytensor([a], list(pt.linalg.qr(a, mode=mode, pivoting=True)), [RNG.normal(size=(5, 5))],
+                   rtol=1e-12, atol=1e-12)
+    x = pt.dmatrix("x")
+    m = np.random.default_rng(213234).normal(size=(3, 3))
+    check_pytensor([x], list(pt.linalg.qr(x, mode=mode)), [m @ m.T], rtol=1e-12, atol=1e-12)

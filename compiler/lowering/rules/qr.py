@@ -120,8 +120,40 @@ def _swap_columns(c: LoweringContext, x: Value, cl: Value, j: Value, p: Value) -
     last = x.rank - 1
     col_j = unsq(c, column(c, x, j), last)  # (..., m, 1)
     at_p = unsq(c, c.add("eq", [cl, p]), last - 1)  # (..., 1, n)
-    col_p = c.add("reduce_sum", [c.add("where", [at_p, x, c.scalar(-0.0, x.dtype)])], {"axes": [last], "keepdims": True})
+    col_p = c.add("reduce_sum", [c.add("where", [at_p, x, c.scalar(-0.0, x.dtype)])],
+                  {"axes": [last], "keepdims": True})
     return c.add("where", [c.add("eq", [cl, j]), col_p, c.add("where", [at_p, col_j, x])])
+
+
+def householder_vector(c: LoweringContext, alpha: Value, x: Value, at: Value,
+                       below: Value) -> tuple[Value, Value, Value, Value]:
+    """LAPACK ``dlarfg`` on ``(alpha, x)`` (module docstring): ``alpha``
+    ``(..., 1)``, ``x`` ``(..., m)`` zero outside ``below``; ``at`` and
+    ``below`` (broadcasting to ``(..., m)``) mark alpha's position and the
+    entries reflected into it. Returns ``(v, tau, beta, tail)``: ``v``
+    ``(..., m)`` (1 at ``at``, ``x / (alpha - beta)`` below, 0 elsewhere),
+    ``tau`` ``(..., 1)`` with ``H = I - tau v v^T``, ``beta`` the entry
+    ``H (alpha, x)`` leaves at ``at`` (``alpha`` itself where ``x`` is 0 and
+    ``tau = 0``), and ``tail`` = ``v`` below ``at`` (zero elsewhere)."""
+    dt = x.dtype
+    last = x.rank - 1
+    zero, one = c.scalar(0, dt), c.scalar(1, dt)
+    scale = c.add("maximum", [c.add("reduce_max", [c.add("abs", [x])], {"axes": [last], "keepdims": True}),
+                              c.add("abs", [alpha])])
+    safe = c.add("where", [c.add("gt", [scale, zero]), scale, one])
+    xs, als = c.add("div", [x, safe]), c.add("div", [alpha, safe])
+    x2 = c.add("reduce_sum", [c.add("mul", [xs, xs])], {"axes": [last], "keepdims": True})
+    norm = c.add("mul", [safe, c.add("sqrt", [c.add("add", [c.add("mul", [als, als]), x2])])])
+    negative = c.add("or", [c.add("lt", [alpha, zero]),
+                            c.add("and", [c.add("eq", [alpha, zero]),
+                                          c.add("lt", [c.add("div", [one, alpha]), zero])])])  # -0.0 too
+    beta = c.add("where", [negative, norm, c.add("neg", [norm])])
+    trivial = c.add("eq", [x2, zero])  # (..., 1)
+    tau = c.add("where", [trivial, zero, c.add("div", [c.add("sub", [beta, alpha]), beta])])
+    inv = c.add("where", [trivial, zero, c.add("reciprocal", [c.add("sub", [alpha, beta])])])  # H = I: v = e_j
+    tail = c.add("mul", [x, inv])
+    v = c.add("where", [at, one, c.add("where", [below, tail, zero])])
+    return v, tau, c.add("where", [trivial, alpha, beta]), tail
 
 
 def householder_qr(ctx: LoweringContext, a: Value, want_q: bool, *, pivoting: bool = False,
@@ -149,7 +181,7 @@ def householder_qr(ctx: LoweringContext, a: Value, want_q: bool, *, pivoting: bo
         jpvt = rest.pop(0) if pivoting else None
         r, cl = invariant
         dt = R.dtype
-        zero, one = c.scalar(0, dt), c.scalar(1, dt)
+        zero = c.scalar(0, dt)
         at, below = c.add("eq", [r, j]), c.add("gt", [r, j])  # (m,)
         last = R.rank - 2  # the rank of a column (..., m)
         if pivoting:  # dlaqp2: the first remaining column of largest norm below row j (idamax)
@@ -161,28 +193,13 @@ def householder_qr(ctx: LoweringContext, a: Value, want_q: bool, *, pivoting: bo
         col = column(c, R, j)  # (..., m)
         alpha = c.add("gather", [col, unsq(c, j, 0)], {"axis": last})  # (..., 1)
         x = c.add("where", [below, col, zero])
-        scale = c.add("maximum", [c.add("reduce_max", [c.add("abs", [x])], {"axes": [last], "keepdims": True}),
-                                  c.add("abs", [alpha])])
-        safe = c.add("where", [c.add("gt", [scale, zero]), scale, one])
-        xs, als = c.add("div", [x, safe]), c.add("div", [alpha, safe])
-        x2 = c.add("reduce_sum", [c.add("mul", [xs, xs])], {"axes": [last], "keepdims": True})
-        norm = c.add("mul", [safe, c.add("sqrt", [c.add("add", [c.add("mul", [als, als]), x2])])])
-        negative = c.add("or", [c.add("lt", [alpha, zero]),
-                                c.add("and", [c.add("eq", [alpha, zero]),
-                                              c.add("lt", [c.add("div", [one, alpha]), zero])])])  # -0.0 too
-        beta = c.add("where", [negative, norm, c.add("neg", [norm])])
-        trivial = c.add("eq", [x2, zero])  # (..., 1)
-        tau = c.add("where", [trivial, zero, c.add("div", [c.add("sub", [beta, alpha]), beta])])
-        inv = c.add("where", [trivial, zero, c.add("reciprocal", [c.add("sub", [alpha, beta])])])  # H = I: v = e_j
-        tail = c.add("mul", [x, inv])  # v[j+1:] (zero elsewhere)
-        v = c.add("where", [at, one, c.add("where", [below, tail, zero])])  # (..., m)
+        v, tau, diag, tail = householder_vector(c, alpha, x, at, below)
         v_col, v_row = unsq(c, v, last + 1), unsq(c, v, last)  # (..., m, 1), (..., 1, m)
         tau_m = unsq(c, tau, last + 1)  # (..., 1, 1)
         w = c.add("matmul", [v_row, R])  # (..., 1, n)
         updated = c.add("sub", [R, c.add("mul", [tau_m, c.add("mul", [v_col, w])])])
         region = c.add("and", [unsq(c, c.add("ge", [r, j]), 1), c.add("gt", [cl, j])])  # rows >= j, cols > j
         R = c.add("where", [region, updated, R])
-        diag = c.add("where", [trivial, alpha, beta])  # (..., 1)
         new_col = c.add("where", [below, tail if raw else zero, c.add("where", [at, diag, col])])  # (..., m)
         R = c.add("where", [c.add("eq", [cl, j]), unsq(c, new_col, last + 1), R])
         out = [R]

@@ -6,14 +6,16 @@ compared: ``Z T Z^T == A``, ``Z^T Z == I``, ``T`` quasi-upper-triangular
 (no two consecutive nonzero subdiagonal entries, exact zeros below),
 every 2 x 2 block standardized (equal diagonal, ``b c < 0``: a complex
 pair), and the eigenvalues read from ``T``'s blocks equal SciPy's. Static
-sizes 1..8 and a symbolic one; random, triangular, symmetric, cyclic
-permutation (needs the exceptional shift), companion, zero and
+sizes 1..8 and a symbolic one; random, triangular, symmetric,
+skew-symmetric (purely imaginary pairs), orthogonal (the unit circle),
+cyclic permutation (needs the exceptional shift), companion, zero and
 rank-deficient inputs; batched; float32; NaN/Inf; refused options."""
 
 import numpy as np
 import pytensor.tensor as pt
 import pytest
 import scipy.linalg
+import scipy.optimize
 from pytensor.graph.replace import vectorize_graph
 
 from compiler import UnsupportedOpsError, compile_to_onnx
@@ -23,7 +25,9 @@ RNG = np.random.default_rng(40)
 
 
 def _eigenvalues(t):
-    """The eigenvalues of the quasi-triangular ``t`` from its blocks."""
+    """The eigenvalues of the quasi-triangular ``t`` from its blocks (matched
+    to SciPy's by the closest assignment: sorting is not stable when real
+    parts are rounding noise, as for a skew-symmetric matrix)."""
     n = len(t)
     out, k = [], 0
     while k < n:
@@ -50,9 +54,11 @@ def _check(t, z, a, tol=1e-13):
     assert not np.any((sub[1:] != 0) & (sub[:-1] != 0))
     for k in np.flatnonzero(sub):
         assert t[k, k] == t[k + 1, k + 1] and t[k, k + 1] * t[k + 1, k] < 0
-    want = np.sort_complex(scipy.linalg.eigvals(scipy.linalg.schur(a)[0]))
+    want = scipy.linalg.eigvals(scipy.linalg.schur(a)[0])
+    got = _eigenvalues(t)
     big = max(np.max(np.abs(want)), 1e-300)
-    np.testing.assert_allclose(_eigenvalues(t), want, rtol=0, atol=1e3 * tol * big)
+    rows, cols = scipy.optimize.linear_sum_assignment(np.abs(got[:, None] - want[None, :]))  # order-free
+    np.testing.assert_allclose(got[rows], want[cols], rtol=0, atol=1e3 * tol * big)
 
 
 def _cases(n):
@@ -66,6 +72,8 @@ def _cases(n):
         cases["companion"] = companion
         low = RNG.normal(size=(n, 1)) @ RNG.normal(size=(1, n))
         cases["rank1"] = low
+        cases["skew"] = x - x.T
+        cases["orthogonal"] = np.linalg.qr(x)[0]
     return cases
 
 
@@ -74,6 +82,21 @@ def test_schur_invariants_match_scipy(n):
     a = pt.dmatrix("a", shape=(n, n))
     compiled = compile_to_onnx([a], outputs=list(pt.linalg.schur(a)))
     for name, x in _cases(n or 12).items():
+        t, z = compiled.run(x)
+        _check(t, z, x)
+
+
+@pytest.mark.slow
+def test_random_sweep():
+    """60 matrices of sizes 2..15 (symbolic): normal, small integers
+    (repeated eigenvalues), skew-symmetric and orthogonal."""
+    rng = np.random.default_rng(11)
+    a = pt.dmatrix("a")
+    compiled = compile_to_onnx([a], outputs=list(pt.linalg.schur(a)))
+    for trial in range(60):
+        n = int(rng.integers(2, 16))
+        x = rng.normal(size=(n, n))
+        x = [x, rng.integers(-3, 4, size=(n, n)).astype(float), x - x.T, np.linalg.qr(x)[0]][trial % 4]
         t, z = compiled.run(x)
         _check(t, z, x)
 

@@ -54,11 +54,12 @@ else:
                                          PivotToPermutations, Solve, SolveTriangular)
 
 if IS_PYTENSOR_3:
-    from pytensor.tensor.linalg import SVD, Eigh, Eigvalsh, MatrixPinv
+    from pytensor.tensor.linalg import SVD, Eigh, Eigvalsh, MatrixPinv, Schur
     EighGrad = None  # 3.0's Eigh.L_op builds ordinary ops
+    EigvalshGrad = None  # 3.0's Eigvalsh.pullback builds ordinary ops (on Eigh(a, b))
 else:
     from pytensor.tensor.nlinalg import SVD, Eigh, EighGrad, MatrixPinv
-    from pytensor.tensor.slinalg import Eigvalsh
+    from pytensor.tensor.slinalg import Eigvalsh, EigvalshGrad, Schur
 EIGH_OPS = (Eigh, Eigvalsh)
 
 SoftmaxGrad = getattr(_special, "SoftmaxGrad", None)
@@ -87,6 +88,6 @@ def inner_graph(op):
     return getattr(op, "fgraph", None)
 
 
-__all__ = ["BlockDiagonal", "Cholesky", "CholeskySolve", "Det", "EIGH_OPS", "Eigh", "EighGrad", "Eigvalsh", "Expm", "MatrixPinv", "SVD", "IS_PYTENSOR_3", "Iv", "LU", "LUFactor",
+__all__ = ["BlockDiagonal", "Cholesky", "CholeskySolve", "Det", "EIGH_OPS", "Eigh", "EighGrad", "Eigvalsh", "EigvalshGrad", "Expm", "MatrixPinv", "SVD", "Schur", "IS_PYTENSOR_3", "Iv", "LU", "LUFactor",
            "MatrixInverse", "PYTENSOR_VERSION", "PivotToPermutations", "QR", "SCAN_PREALLOC_TAG", "SLogDet", "SOFTMAX_OVER_LENGTH_ONE", "SoftmaxGrad", "Solve", "SolveSylvester", "SolveTriangular",
            "XlogX", "XlogY0", "inner_graph", "scalar_op_key"]

@@ -2,14 +2,16 @@
 SciPy: modes "full", "economic" and "r"; square, tall and wide matrices of
 static size (the loop unrolled) and symbolic size (an ONNX Loop); batched
 ``Blockwise`` forms; well- and ill-conditioned, rank-deficient and
-already-triangular inputs; float32; the gradient against PyTensor; the
-refused options."""
+already-triangular inputs; float32; the gradient against PyTensor; ``pivoting=True``
+(geqp3) in every mode and mode "raw" (geqrf's packed output) against SciPy,
+the permutation exactly; mode "raw" of a static non-square shape refused."""
 
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
 import scipy.linalg
+from pytensor.graph.replace import vectorize_graph
 
 from compiler import UnsupportedOpsError, compile_to_onnx
 from tests.helpers import check_pytensor
@@ -105,9 +107,125 @@ def test_qr_gradient_matches_pytensor():
     check_pytensor([a], [cost, pytensor.grad(cost, a)], [RNG.normal(size=(5, 3))], rtol=1e-11)
 
 
-@pytest.mark.parametrize("kwargs, match", [({"pivoting": True}, "pivoting"), ({"mode": "raw"}, "raw")])
-def test_pivoting_and_raw_mode_are_refused(kwargs, match):
-    a = pt.dmatrix("a", shape=(3, 3))
-    out = pt.linalg.qr(a, **kwargs)
-    with pytest.raises(UnsupportedOpsError, match=match):
-        compile_to_onnx([a], outputs=list(out) if isinstance(out, (list, tuple)) else [out])
+def _scipy_all(x, mode, pivoting):
+    """``scipy.linalg.qr``'s outputs in PyTensor's order: mode "raw" as
+    ``(qr, tau, R)``, the 0-based permutation last with ``pivoting``."""
+    out = scipy.linalg.qr(x, mode=mode, pivoting=pivoting)
+    out = list(out) if isinstance(out, tuple) else [out]
+    return [*out[0], *out[1:]] if mode == "raw" else out
+
+
+def _check_pivoted(got, x, mode, bound=1e-13):
+    """Entrywise against SciPy (same permutation exactly, LAPACK's signs),
+    ``A[:, P] == Q R``, ``|R|``'s diagonal non-increasing (geqp3's
+    property)."""
+    want = _scipy_all(x, mode, True)
+    scale = np.max(np.abs(x)) if x.any() else 1.0
+    assert len(got) == len(want)
+    np.testing.assert_array_equal(got[-1], want[-1])
+    assert got[-1].dtype == np.int32
+    for g, w in zip(got[:-1], want[:-1]):
+        assert g.shape == w.shape and g.dtype == x.dtype
+        np.testing.assert_allclose(g, w, rtol=0, atol=bound * scale)
+    r = got[-2]
+    assert np.array_equal(np.tril(r, -1), np.zeros_like(r))
+    assert np.all(np.diff(np.abs(np.diag(r))) <= bound * scale)
+    if mode in ("full", "economic"):
+        np.testing.assert_allclose(got[0] @ r, x[:, got[-1]], rtol=0, atol=bound * scale)
+
+
+@pytest.mark.parametrize("mode, shape", [(mode, shape) for mode in ["full", "economic", "r", "raw"]
+                                         for shape in [(5, 5), (7, 3), (3, 6), (None, None)]
+                                         if mode != "raw" or shape[0] == shape[1]])  # else refused (below)
+def test_pivoted_qr_matches_scipy(mode, shape):
+    """``pivoting=True`` (geqp3's column pivoting) in every mode: the
+    permutation equals SciPy's exactly (distinct column norms), the factors
+    entrywise within 1e-13 of ``|A|``; tall and wide values for the
+    symbolic shape."""
+    a = pt.dmatrix("a", shape=shape)
+    compiled = compile_to_onnx([a], outputs=list(pt.linalg.qr(a, mode=mode, pivoting=True)))
+    sizes = [shape] if shape[0] is not None else [(6, 4), (4, 7), (1, 3), (5, 1)]
+    for size in sizes:
+        for x in [RNG.normal(size=size) * RNG.uniform(0.1, 10, size[1]), RNG.normal(size=size) * 1e200]:
+            _check_pivoted(compiled.run(x), x, mode)
+
+
+def test_raw_mode_matches_geqrf():
+    """Mode "raw" without pivoting: geqrf's packed reflectors and tau value
+    for value (within 1e-13 of ``|A|``), for square, tall and wide inputs."""
+    a = pt.dmatrix("a")
+    compiled = compile_to_onnx([a], outputs=list(pt.linalg.qr(a, mode="raw")))
+    for size in [(5, 5), (7, 3), (3, 6), (1, 1)]:
+        x = RNG.normal(size=size)
+        got = compiled.run(x)
+        want = _scipy_all(x, "raw", False)
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=0, atol=1e-13 * np.max(np.abs(x)))
+
+
+@pytest.mark.parametrize("dtype, bound", [("float64", 1e-13), ("float32", 1e-5)])
+def test_pivoting_permutation_equals_lapack_on_random_shapes(dtype, bound):
+    """40 random shapes up to 24 x 24 with column scales in [0.5, 2]: the
+    permutation equals sgeqp3's/dgeqp3's exactly, the packed factors within
+    ``bound`` of ``|A|`` (float32 computed in float32)."""
+    rng = np.random.default_rng(7)
+    a = pt.matrix("a", dtype=dtype)
+    compiled = compile_to_onnx([a], outputs=list(pt.linalg.qr(a, mode="raw", pivoting=True)))
+    for _ in range(40):
+        size = tuple(rng.integers(1, 25, 2))
+        x = (rng.normal(size=size) * rng.uniform(0.5, 2, size[1])).astype(dtype)
+        _check_pivoted(compiled.run(x), x, "raw", bound)
+
+
+def test_pivoted_rank_deficient_batched_and_ties():
+    """Rank 3 of 8 x 6, a zero column and a repeated column: the first
+    ``rank`` pivots equal SciPy's, ``A[:, P] == Q R`` and ``R``'s trailing
+    block is rounding noise; equal column norms take the first (LAPACK's
+    ``idamax``); a batch of 3 (``Blockwise``) as each matrix alone."""
+    a = pt.dmatrix("a")
+    compiled = compile_to_onnx([a], outputs=list(pt.linalg.qr(a, mode="full", pivoting=True)))
+    low = RNG.normal(size=(8, 3)) @ RNG.normal(size=(3, 6))
+    holes = RNG.normal(size=(6, 6))
+    holes[:, 2], holes[:, 4] = 0.0, holes[:, 1]
+    for x, rank in [(low, 3), (holes, 4)]:
+        q, r, p = compiled.run(x)
+        scale = np.max(np.abs(x))
+        np.testing.assert_array_equal(p[:rank], scipy.linalg.qr(x, pivoting=True)[2][:rank])
+        np.testing.assert_allclose(q @ r, x[:, p], rtol=0, atol=1e-13 * scale)
+        np.testing.assert_allclose(q.T @ q, np.eye(len(q)), rtol=0, atol=1e-13)
+        assert np.max(np.abs(r[rank:, rank:])) <= 1e-13 * scale
+    q, r, p = compiled.run(np.eye(4))  # all norms equal: no swap
+    np.testing.assert_array_equal(p, np.arange(4))
+    batch = pt.tensor("batch", dtype="float64", shape=(3, 5, 4))
+    outs = vectorize_graph(list(pt.linalg.qr(a, mode="economic", pivoting=True)), {a: batch})
+    values = RNG.normal(size=(3, 5, 4))
+    got = compile_to_onnx([batch], outputs=outs).run(values)
+    assert got[2].shape == (3, 4) and got[2].dtype == np.int32
+    for k in range(3):
+        _check_pivoted([g[k] for g in got], values[k], "economic")
+
+
+def test_raw_mode_of_static_non_square_is_refused():
+    """PyTensor types mode "raw"'s packed output ``(m, m)`` and R ``(m, n)``
+    while its ``perform`` returns ``(m, n)`` and ``(min(m, n), n)``: with a
+    static non-square shape there is no type-correct lowering."""
+    a = pt.dmatrix("a", shape=(4, 3))
+    with pytest.raises(UnsupportedOpsError, match="raw"):
+        compile_to_onnx([a], outputs=list(pt.linalg.qr(a, mode="raw")))
+
+
+@pytest.mark.parametrize("mode", ["full", "raw"])
+def test_pivoted_cases_of_pytensors_numba_suite(mode):
+    """``tests/link/numba/linalg/test_decomposition.py::test_qr``'s real
+    cases with pivoting (a static 5 x 5 normal matrix, modes "full" and
+    "raw") against PyTensor's evaluation, the permutation exactly; and
+    ``tests/link/pytorch/linalg/test_decomposition.py::test_qr``'s (a
+    symbolic matrix, ``M M^T`` of 3 x 3; "raw" is an expected failure of
+    PyTensor's PyTorch backend)."""
+    a = pt.tensor("a", shape=(5, 5), dtype="float64")
+    check_pytensor([a], list(pt.linalg.qr(a, mode=mode, pivoting=True)), [RNG.normal(size=(5, 5))],
+                   rtol=1e-12, atol=1e-12)
+    x = pt.dmatrix("x")
+    m = np.random.default_rng(213234).normal(size=(3, 3))
+    check_pytensor([x], list(pt.linalg.qr(x, mode=mode)), [m @ m.T], rtol=1e-12, atol=1e-12)

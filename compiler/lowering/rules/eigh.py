@@ -1,8 +1,10 @@
 """Lowering of the symmetric eigendecomposition: ``Eigh`` (``pt.linalg.eigh``;
 ``np.linalg.eigh`` in 2.38's ``perform``, ``scipy.linalg.eigh`` in 3.0's),
 ``Eigvalsh`` (``eigvalsh(a)``, eigenvalues only), their ``Blockwise`` batched
-forms and 2.38's ``EighGrad``; the generalized problem (a second matrix
-``b``) is refused.
+forms and 2.38's ``EighGrad``; and the generalized symmetric-definite
+problem ``A v = w B v`` (a second matrix ``b``: ``Eigvalsh(a, b)`` in both
+lines, ``Eigh(a, b)`` in 3.0, 2.38's ``EigvalshGrad``), as
+``scipy.linalg.eigh(a, b)`` (LAPACK ``sygvd``, ``itype = 1``).
 
 The algorithm is the cyclic Jacobi method (Golub & Van Loan, *Matrix
 Computations*, 4th ed., §8.5) in a parallel ordering: the round-robin
@@ -45,11 +47,30 @@ reproduces the input and ``V^T V`` the identity within a small multiple of
 condition numbers up to 1e10). Inputs whose ``a_qq - a_pp`` overflows (entries
 near the largest float) are not rescaled first.
 
+The generalized problem is reduced to the standard one as LAPACK's
+``sygv``/``sygst`` do (Golub & Van Loan §8.7.2, Alg. 8.7.1): ``B = L L^T``
+(``decompositions.cholesky``, reading ``b``'s ``lower`` triangle as SciPy
+does), ``C = L^-1 A L^-T`` by two triangular solves (``L^-1 A``, then
+``L^-1 (L^-1 A)^T``; its lower triangle mirrored so that ``C`` is exactly
+symmetric), ``C = Y diag(w) Y^T`` by the Jacobi method above, and ``V =
+L^-T Y`` by back substitution; so ``V^T B V = Y^T Y = I``, SciPy's
+normalisation. The sign of each column of ``V`` is that of ``Y`` (its
+entry of largest magnitude positive); LAPACK's signs are arbitrary. A
+``b`` that is not positive definite (``potrf`` fails: SciPy raises
+``LinAlgError``) or a non-finite input gives all-NaN results for that
+matrix. Bound: the reduction adds ``eps * cond(B)`` (GVL §8.7.2):
+eigenvalues within ``n * eps * ||A|| * ||B^-1||`` of LAPACK's (tests:
+1e-12 relative to the largest magnitude with ``cond(B)`` up to 1e4;
+``A V = B V diag(w)`` and ``V^T B V = I`` to 1e-11).
+
 The gradient is PyTensor's own: 3.0's ``Eigh.L_op`` is a graph of ordinary
 ops; 2.38's ``EighGrad`` (whose ``perform`` is ``sum_n outer(v_n, v_n W_n
 + G_n)``) is lowered in its matrix form ``v (diag(W) + (F ∘ v^T V))^T v^T``
 with ``F[m, n] = 1 / (w_n - w_m)`` off the diagonal, then ``tri0(g) +
-tri1(g)^T`` as its ``perform``.
+tri1(g)^T`` as its ``perform``; 2.38's ``EigvalshGrad(a, b, gw)`` is its
+``perform``: ``gA = V diag(gw) V^T``, ``gB = -V diag(gw w) V^T`` from the
+generalized problem, each folded the same way. 3.0's gradients of the
+generalized ``Eigh``/``Eigvalsh`` are graphs of ordinary ops on ``Eigh(a, b)``.
 """
 
 from __future__ import annotations
@@ -57,13 +78,12 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.lowering.bodies import Body
-from compiler.lowering.compat import EIGH_OPS, EighGrad, Eigvalsh
+from compiler.lowering.compat import EIGH_OPS, EighGrad, Eigvalsh, EigvalshGrad
 from compiler.lowering.context import LoweringContext, ir_dtype
-from compiler.lowering.errors import Unsupported
 from compiler.lowering.registry import lowers
-from compiler.lowering.rules.decompositions import float_args, matrix_transpose
+from compiler.lowering.rules.decompositions import cholesky, float_args, matrix_transpose, solve_triangular
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
-from compiler.lowering.rules.matrix_loops import (diagonal, identity_like, positions, size_of,
+from compiler.lowering.rules.matrix_loops import (broadcast_batch, diagonal, identity_like, positions, size_of,
                                                    symmetric_from_triangle, unsq)
 from ir import DType, TensorType, Value
 
@@ -205,12 +225,35 @@ def _lower_flag(op) -> bool:
     return op.lower if hasattr(op, "lower") else op.UPLO == "L"
 
 
+def generalized_eigh(ctx: LoweringContext, a: Value, b: Value,
+                     want_vectors: bool = True) -> tuple[Value, Value | None]:
+    """``(w, V)`` of ``A v = w B v`` for symmetric ``a`` and symmetric
+    positive definite ``b`` (``(..., n, n)`` each, float, both triangles
+    set; batch dims broadcast) by the Cholesky reduction of the module
+    docstring (LAPACK ``sygst``): ``w`` ``(..., n)`` ascending, ``V``
+    ``(..., n, n)`` with ``A V = B V diag(w)`` and ``V^T B V = I`` (None
+    unless ``want_vectors``); all NaN for a matrix pair where ``b`` is not
+    positive definite or either holds a NaN or Inf."""
+    a, b = broadcast_batch(ctx, a, b, 2)
+    factor = cholesky(ctx, b, lower=True)
+    x = solve_triangular(ctx, factor, a, lower=True, unit_diagonal=False, b_ndim=2)  # L^-1 A
+    reduced = solve_triangular(ctx, factor, matrix_transpose(ctx, x), lower=True, unit_diagonal=False, b_ndim=2)
+    w, y = jacobi_eigh(ctx, symmetric_from_triangle(ctx, reduced, True), want_vectors)
+    if y is None:
+        return w, None
+    return w, solve_triangular(ctx, matrix_transpose(ctx, factor), y, lower=False, unit_diagonal=False, b_ndim=2)
+
+
 def _eigh_rule(ctx: LoweringContext, node, args: list[Value]) -> tuple[Value, ...]:
     op = getattr(node.op, "core_op", node.op)
-    if len(args) != 1:
-        raise Unsupported(f"{type(op).__name__} of the generalized problem (a second matrix b) is not lowered")
-    (a,) = float_args(ctx, node, args)
-    w, v = jacobi_eigh(ctx, symmetric_from_triangle(ctx, a, _lower_flag(op)), want_vectors=not isinstance(op, Eigvalsh))
+    lower, want_vectors = _lower_flag(op), not isinstance(op, Eigvalsh)
+    if len(args) == 2:
+        a, b = float_args(ctx, node, args)
+        w, v = generalized_eigh(ctx, symmetric_from_triangle(ctx, a, lower), symmetric_from_triangle(ctx, b, lower),
+                                want_vectors)
+    else:
+        (a,) = float_args(ctx, node, args)
+        w, v = jacobi_eigh(ctx, symmetric_from_triangle(ctx, a, lower), want_vectors)
     return (w,) if v is None else (w, v)
 
 
@@ -220,10 +263,12 @@ for _op in EIGH_OPS:
 
 @lowers(*EIGH_OPS)
 def lower_eigh(ctx: LoweringContext, node) -> list[Value]:
-    """``Eigh`` / ``Eigvalsh`` of one matrix (module docstring); float results only.
+    """``Eigh`` / ``Eigvalsh`` of one matrix ``a`` (``(n, n)``) or of the
+    generalized pair ``(a, b)`` (module docstring): ``w`` ``(n,)`` ascending
+    and (``Eigh``) ``V`` ``(n, n)``, in the node's float dtype.
 
     Raises:
-        Unsupported: the generalized problem (two inputs) or an integer result dtype.
+        Unsupported: an integer result dtype.
     """
     return list(_eigh_rule(ctx, node, [ctx.get(v) for v in node.inputs]))
 
@@ -244,9 +289,36 @@ if EighGrad is not None:
         inner = ctx.add("add", [ctx.add("where", [eye, unsq(ctx, gw, 1), ctx.scalar(0, dt)]),
                                 matrix_transpose(ctx, ctx.add("mul", [f, k]))])
         g = ctx.add("matmul", [ctx.add("matmul", [v, inner]), matrix_transpose(ctx, v)])
-        lower = node.op.UPLO == "L"
-        below = ctx.add("ge" if lower else "le", [unsq(ctx, idx, 1), idx])  # tri0: the triangle read
-        strict = ctx.add("lt" if lower else "gt", [unsq(ctx, idx, 1), idx])  # tri1: the other one, strictly
-        zero = ctx.scalar(0, dt)
-        return [ctx.add("add", [ctx.add("where", [below, g, zero]),
-                                matrix_transpose(ctx, ctx.add("where", [strict, g, zero]))])]
+        return [_fold_triangles(ctx, g, node.op.UPLO == "L")]
+
+
+def _fold_triangles(ctx: LoweringContext, g: Value, lower: bool) -> Value:
+    """``tri0(g) + tri1(g)^T`` of 2.38's gradient ops: the triangle the op
+    reads (diagonal included) plus the transpose of the other one, strictly."""
+    idx = positions(ctx, g)
+    zero = ctx.scalar(0, g.dtype)
+    below = ctx.add("ge" if lower else "le", [unsq(ctx, idx, 1), idx])
+    strict = ctx.add("lt" if lower else "gt", [unsq(ctx, idx, 1), idx])
+    return ctx.add("add", [ctx.add("where", [below, g, zero]),
+                           matrix_transpose(ctx, ctx.add("where", [strict, g, zero]))])
+
+
+if EigvalshGrad is not None:
+    @lowers(EigvalshGrad)
+    def lower_eigvalsh_grad(ctx: LoweringContext, node) -> list[Value]:
+        """2.38's ``EigvalshGrad{lower}(a, b, gw)`` (``(n, n)``, ``(n, n)``,
+        ``(n,)``): ``(gA, gB)`` ``(n, n)`` each, as its ``perform``: ``V, w``
+        of the generalized problem (module docstring), ``gA = V diag(gw)
+        V^T``, ``gB = -V diag(gw w) V^T``, each ``tri0 + tri1^T``; float
+        results only.
+
+        Raises:
+            Unsupported: an integer result dtype.
+        """
+        a, b, gw = float_args(ctx, node, [ctx.get(x) for x in node.inputs])
+        lower = node.op.lower
+        w, v = generalized_eigh(ctx, symmetric_from_triangle(ctx, a, lower), symmetric_from_triangle(ctx, b, lower))
+        vt = matrix_transpose(ctx, v)
+        ga = ctx.add("matmul", [ctx.add("mul", [v, unsq(ctx, gw, 0)]), vt])
+        gb = ctx.add("neg", [ctx.add("matmul", [ctx.add("mul", [v, unsq(ctx, ctx.add("mul", [gw, w]), 0)]), vt])])
+        return [_fold_triangles(ctx, ga, lower), _fold_triangles(ctx, gb, lower)]

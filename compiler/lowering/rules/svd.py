@@ -164,7 +164,7 @@ def _oriented_svd(ctx: LoweringContext, a: Value, compute_uv: bool, full_matrice
     U = ctx.add("where", [nonzero, ctx.add("div", [U, ctx.add("where", [nonzero, unsq(ctx, norms, rows_axis),
                                                                          ctx.scalar(1, dt)])]),
                           ctx.scalar(0, dt)])
-    q, _ = householder_qr(ctx, U, want_q=True)  # (..., M, M): its first columns are +-U's nonzero ones
+    q = householder_qr(ctx, U, want_q=True).q  # (..., M, M): its first columns are +-U's nonzero ones
     n_end = ctx.add("reshape", [n, ctx.i64([1])])
     last = q.rank - 1
     U = ctx.add("where", [nonzero, U, ctx.add("slice", [q, ctx.i64([0]), n_end, ctx.i64([1])], {"axes": [last]})])

@@ -1,0 +1,394 @@
+"""Lowering of the real Schur decomposition: ``Schur{output="real",
+sort=None}`` (``pt.linalg.schur``; LAPACK ``gees`` in PyTensor's
+``perform``) and its ``Blockwise`` batched form, ``A = Z T Z^T`` with ``Z``
+orthogonal and ``T`` quasi-upper-triangular (1 x 1 blocks for real
+eigenvalues, standardized 2 x 2 blocks for complex pairs). ``output=
+"complex"``, ``sort`` and complex inputs are refused.
+
+The algorithm is the textbook one (Golub & Van Loan, *Matrix
+Computations*, 4th ed., Alg. 7.4.2 and 7.5.2; LAPACK ``dgehd2`` and
+``dlahqr``), written on whole ``(..., n, n)`` matrices with masks as the
+other loops of ``matrix_loops.py``:
+
+* Hessenberg reduction (``dgehd2``): for ``j < n - 2`` the reflector of
+  ``qr.householder_vector`` (``dlarfg``) on ``H[j+1:, j]`` is applied from
+  both sides, ``H[j+2:, j]`` set to exactly 0; ``Z`` accumulates them from
+  the identity (one ``run_steps`` loop).
+* Francis double-shift QR (GVL Alg. 7.5.1/7.5.2): one ONNX ``Loop`` whose
+  iteration is one bulge-chasing reflector per matrix. At the start of a
+  sweep subdiagonal entries with ``|h[k,k-1]| <= eps (|h[k-1,k-1]| +
+  |h[k,k]|)`` (or below the smallest normal number) are set to 0, and the
+  active window ``[lo, hi]`` is the bottom-most run of nonzero subdiagonal
+  entries of length >= 2 (an unreduced block of size >= 3). The shifts are
+  the eigenvalues of the window's trailing 2 x 2 (its trace and
+  determinant); every 10th sweep without a deflation at ``hi`` uses
+  ``dlahqr``'s exceptional shift (``s = |h[hi,hi-1]| + |h[hi-1,hi-2]|``,
+  ``h11 = h22 = 0.75 s + h[hi,hi]``, ``h12 = -0.4375 s``, ``h21 = s``). Step
+  ``k`` reflects ``(x, y, z)`` (the first column of ``(H - s1)(H - s2)``
+  at ``k = lo``, the bulge ``h[k:k+3, k-1]`` after it, 2 entries at ``k =
+  hi - 1``) with the whole-row and whole-column update (so ``Z^T A Z = H``
+  holds for the full matrix) and sets ``h[k, k-1] = beta``, ``h[k+1:k+3,
+  k-1] = 0`` exactly. A matrix without an active window is done; the loop
+  stops when every matrix is done or after ``30 * max(10, n) * n`` steps
+  (``dlahqr``'s ``itmax`` of sweeps times the longest sweep).
+* Standardization (``dlanv2``): each remaining 2 x 2 block ``[a b; c d]``
+  is rotated, all blocks at once (they are disjoint), into upper triangular
+  form where its eigenvalues are real and into ``a = d``, ``b c < 0``
+  where they are complex, ``dlanv2``'s branches and formulas.
+
+As ``perform``: a matrix with a NaN or Inf gives all-NaN ``T`` and ``Z``,
+and so does one that does not converge (``gees``' ``info > 0``).
+
+Not done: ``dlahqr``'s Ahues-Tisseur deflation test and the scaling of
+the shift column against overflow, LAPACK's multishift/aggressive early
+deflation for large n (``dhseqr``'s ``dlaqr0``). The Schur form is not
+unique: the order of the eigenvalues on the diagonal and the signs of
+``Z``'s columns may differ from LAPACK's, so results are compared by
+invariants (tests: ``Z T Z^T`` reproduces ``A`` and ``Z^T Z`` the identity
+within ``1e-13 n`` of ``|A|``, ``T`` quasi-triangular with standardized
+blocks, its eigenvalues (from the blocks) within ``1e-10`` of
+``scipy.linalg.schur``'s relative to the largest for well-separated
+spectra). Backward stable: every update is an orthogonal similarity.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from compiler.lowering.bodies import Body
+from compiler.lowering.compat import Schur
+from compiler.lowering.context import LoweringContext
+from compiler.lowering.errors import Unsupported
+from compiler.lowering.registry import lowers
+from compiler.lowering.rules.decompositions import float_args, matrix_transpose
+from compiler.lowering.rules.linalg import BLOCKWISE_RULES
+from compiler.lowering.rules.matrix_loops import (column, diagonal, identity_like, positions, run_steps,
+                                                   size_of, unsq)
+from compiler.lowering.rules.qr import householder_vector
+from compiler.lowering.rules.scalar_ops import shape_of
+from ir import DType, TensorType, Value
+
+INT64 = DType.INT64
+
+
+def _reflect(c: LoweringContext, h: Value, z: Value, v: Value, tau: Value) -> tuple[Value, Value]:
+    """``P h P`` and ``z P`` with ``P = I - tau v v^T`` (``v`` ``(..., n)``,
+    ``tau`` ``(..., 1)``)."""
+    last = h.rank - 1
+    v_col, v_row = unsq(c, v, last), unsq(c, v, last - 1)
+    tau_m = unsq(c, tau, last)
+    h = c.add("sub", [h, c.add("mul", [tau_m, c.add("mul", [v_col, c.add("matmul", [v_row, h])])])])
+    h = c.add("sub", [h, c.add("mul", [tau_m, c.add("mul", [c.add("matmul", [h, v_col]), v_row])])])
+    z = c.add("sub", [z, c.add("mul", [tau_m, c.add("mul", [c.add("matmul", [z, v_col]), v_row])])])
+    return h, z
+
+
+def hessenberg(ctx: LoweringContext, a: Value) -> tuple[Value, Value]:
+    """``(H, Z)`` with ``a = Z H Z^T`` (``(..., n, n)``, float): ``H`` upper
+    Hessenberg with exact zeros below the subdiagonal, ``Z`` orthogonal
+    (``dgehd2``/``dorghr``, module docstring)."""
+    n = size_of(ctx, a)
+    idx = positions(ctx, a)
+    n2 = ctx.add("sub", [n, ctx.scalar(2, INT64)])
+    count = ctx.add("where", [ctx.add("gt", [n2, ctx.scalar(0, INT64)]), n2, ctx.scalar(0, INT64)])  # max(n - 2, 0)
+
+    def step(c: LoweringContext, j: Value, state: list, invariant: list) -> list:
+        h, z = state
+        (r,) = invariant
+        zero = c.scalar(0, h.dtype)
+        j1 = c.add("add", [j, c.scalar(1, INT64)])
+        at, below = c.add("eq", [r, j1]), c.add("gt", [r, j1])
+        col = column(c, h, j)  # (..., n)
+        last = col.rank - 1
+        alpha = c.add("gather", [col, unsq(c, j1, 0)], {"axis": last})
+        v, tau, beta, _ = householder_vector(c, alpha, c.add("where", [below, col, zero]), at, below)
+        h, z = _reflect(c, h, z, v, tau)
+        new_col = c.add("where", [below, zero, c.add("where", [at, beta, column(c, h, j)])])
+        h = c.add("where", [c.add("eq", [r, j]), unsq(c, new_col, last + 1), h])
+        return [h, z]
+
+    return tuple(run_steps(ctx, count, [a, identity_like(ctx, a)], [idx], step))
+
+
+def _entry(c: LoweringContext, h: Value, eq_rows: Value, eq_cols: Value) -> Value:
+    """``h[i, j]`` for per-matrix indices given as masks ``eq_rows``
+    (``(..., n, 1)``: rows == i) and ``eq_cols`` (``(..., 1, n)``), as a sum
+    with -0.0 elsewhere (exact); 0 where the index is out of range."""
+    picked = c.add("where", [c.add("and", [eq_rows, eq_cols]), h, c.scalar(-0.0, h.dtype)])
+    return c.add("reduce_sum", [picked], {"axes": [h.rank - 2, h.rank - 1], "keepdims": False})
+
+
+def _off_diagonal(c: LoweringContext, h: Value, idx: Value, offset: int) -> Value:
+    """``s[k] = h[k, k + offset]`` (``(..., n)``; 0 where out of range), as
+    ``diagonal`` reads (exact)."""
+    at = c.add("eq", [idx, c.add("add", [unsq(c, idx, 1), c.scalar(offset, INT64)])])  # [k, j]: j == k + offset
+    return c.add("reduce_sum", [c.add("where", [at, h, c.scalar(-0.0, h.dtype)])],
+                 {"axes": [h.rank - 1], "keepdims": False})
+
+
+def _francis(ctx: LoweringContext, h: Value, z: Value, finite: Value) -> tuple[Value, Value, Value]:
+    """Francis double-shift QR on the Hessenberg ``h`` (module docstring),
+    ``z`` accumulating the rotations: ``(T, Z, done)`` with ``done``
+    (``(...,)`` bool) false where the iteration did not converge; matrices
+    where ``finite`` (``(...,)`` bool) is false are not iterated."""
+    dt = h.dtype
+    n = size_of(ctx, h)
+    idx = positions(ctx, h)
+    batch = ctx.add("slice", [shape_of(ctx, h), ctx.i64([0]), ctx.i64([h.rank - 2]), ctx.i64([1])], {"axes": [0]})
+    start = ctx.add("where", [finite, ctx.scalar(-1, INT64), ctx.scalar(-2, INT64)])  # k: -1 a sweep starts, -2 done
+    start = ctx.add("expand", [start, batch])
+    zeros_i = ctx.add("expand", [ctx.scalar(0, INT64), batch])
+    trips = ctx.add("mul", [ctx.add("mul", [ctx.scalar(30, INT64), ctx.add("maximum", [n, ctx.scalar(10, INT64)])]), n])
+
+    body = Body(ctx, "francis")
+    c = body.ctx
+    body.input(TensorType(INT64, ()), "t")
+    carried = [h, z, start, zeros_i, zeros_i, zeros_i]
+    bh, bz, k, lo, hi, its = [body.input(v.type, name) for v, name in
+                              zip(carried, ("h", "z", "k", "lo", "hi", "its"))]
+    r_idx, r_n = body.input(idx.type, "idx"), body.input(n.type, "n")
+    one_i, two_i = c.scalar(1, INT64), c.scalar(2, INT64)
+    zero, eps, tiny = c.scalar(0, dt), c.scalar(np.finfo(dt.numpy).eps, dt), c.scalar(np.finfo(dt.numpy).tiny, dt)
+    rows, cols = unsq(c, r_idx, 1), r_idx  # (n, 1), (n,)
+    nb = bh.rank - 2  # batch rank: (...,) -> (..., 1) is unsq(x, nb); (..., n) reductions on axis nb
+
+    def lift(x: Value) -> Value:  # (...,) -> (..., 1, 1)
+        return unsq(c, unsq(c, x, nb), nb + 1)
+
+    # -- sweep start: deflate, find the window, count sweeps since hi moved
+    fresh = c.add("eq", [k, c.scalar(-1, INT64)])  # -2: done
+    d = diagonal(c, bh, r_idx)
+    prev = c.add("where", [c.add("ge", [r_idx, one_i]), c.add("sub", [r_idx, one_i]), c.scalar(0, INT64)])
+    d_prev = c.add("gather", [d, prev], {"axis": nb})
+    s = _off_diagonal(c, bh, r_idx, -1)
+    mag = c.add("abs", [s])
+    small = c.add("or", [c.add("le", [mag, c.add("mul", [eps, c.add("add", [c.add("abs", [d_prev]),
+                                                                               c.add("abs", [d])])])]),
+                         c.add("lt", [mag, tiny])])
+    deflate = c.add("and", [c.add("and", [small, unsq(c, fresh, nb)]), c.add("ge", [r_idx, one_i])])
+    at_sub = c.add("eq", [cols, c.add("sub", [rows, one_i])])  # (n, n): [k, k-1]
+    bh = c.add("where", [c.add("and", [at_sub, unsq(c, deflate, nb + 1)]), zero, bh])
+    s = c.add("where", [deflate, zero, s])
+    nz = c.add("and", [c.add("ne", [s, zero]), c.add("ge", [r_idx, one_i])])
+    pair = c.add("and", [nz, c.add("gather", [nz, prev], {"axis": nb})])
+    pair = c.add("and", [pair, c.add("ge", [r_idx, two_i])])
+    kp = c.add("reduce_max", [c.add("where", [pair, r_idx, c.scalar(-1, INT64)])], {"axes": [nb], "keepdims": True})
+    found = c.add("squeeze", [c.add("ge", [kp, c.scalar(0, INT64)])], {"axes": [nb]})
+    gap = c.add("invert", [nz])
+    n_minus_one = c.add("sub", [r_n, one_i])
+    new_hi = c.add("reduce_min", [c.add("where", [c.add("and", [c.add("gt", [r_idx, kp]), gap]),
+                                                  c.add("sub", [r_idx, one_i]), n_minus_one])],
+                   {"axes": [nb], "keepdims": False})
+    new_lo = c.add("reduce_max", [c.add("where", [c.add("and", [c.add("le", [r_idx, kp]), gap]),
+                                                  r_idx, c.scalar(0, INT64)])],
+                   {"axes": [nb], "keepdims": False})
+    its = c.add("where", [fresh, c.add("where", [c.add("eq", [new_hi, hi]), c.add("add", [its, one_i]),
+                                                 c.scalar(0, INT64)]), its])
+    hi = c.add("where", [fresh, new_hi, hi])
+    lo = c.add("where", [fresh, new_lo, lo])
+    k = c.add("where", [fresh, c.add("where", [found, new_lo, c.scalar(-2, INT64)]), k])
+
+    # -- one reflector of the sweep
+    act = c.add("ge", [k, c.scalar(0, INT64)])
+
+    def eq_r(i):
+        return c.add("eq", [lift(i), rows])  # (..., n, 1)
+
+    def eq_c(j):
+        return c.add("eq", [lift(j), cols])  # (..., 1, n)
+
+    def at(i, j):
+        return _entry(c, bh, eq_r(i), eq_c(j))
+
+    def plus(i, m):
+        return c.add("add", [i, c.scalar(m, INT64)])
+
+    h11, h12, h21 = at(lo, lo), at(lo, plus(lo, 1)), at(plus(lo, 1), lo)
+    h22, h32 = at(plus(lo, 1), plus(lo, 1)), at(plus(lo, 2), plus(lo, 1))
+    a_, b_, c_, d_ = at(plus(hi, -1), plus(hi, -1)), at(plus(hi, -1), hi), at(hi, plus(hi, -1)), at(hi, hi)
+    tr = c.add("add", [a_, d_])
+    det = c.add("sub", [c.add("mul", [a_, d_]), c.add("mul", [b_, c_])])
+    e = c.add("add", [c.add("abs", [c_]), c.add("abs", [at(plus(hi, -1), plus(hi, -2))])])
+    e11 = c.add("add", [c.add("mul", [c.scalar(0.75, dt), e]), d_])
+    exceptional = c.add("eq", [c.add("mod", [its, c.scalar(10, INT64)]), c.scalar(9, INT64)])
+    tr = c.add("where", [exceptional, c.add("add", [e11, e11]), tr])
+    det = c.add("where", [exceptional, c.add("add", [c.add("mul", [e11, e11]),
+                                                    c.add("mul", [c.scalar(0.4375, dt), c.add("mul", [e, e])])]), det])
+    x0 = c.add("add", [c.add("sub", [c.add("add", [c.add("mul", [h11, h11]), c.add("mul", [h12, h21])]),
+                                     c.add("mul", [tr, h11])]), det])
+    y0 = c.add("mul", [h21, c.add("sub", [c.add("add", [h11, h22]), tr])])
+    z0 = c.add("mul", [h21, h32])
+    km1 = plus(k, -1)
+    three = c.add("le", [plus(k, 2), hi])  # (...,): a 3-entry reflector
+    x1, y1 = at(k, km1), at(plus(k, 1), km1)
+    z1 = c.add("where", [three, at(plus(k, 2), km1), zero])
+    first = c.add("eq", [k, lo])
+    x = unsq(c, c.add("where", [first, x0, x1]), nb)  # (..., 1)
+    y = unsq(c, c.add("where", [first, y0, y1]), nb)
+    zz = unsq(c, c.add("where", [first, z0, z1]), nb)
+    ku = unsq(c, k, nb)
+    is1, is2 = c.add("eq", [r_idx, plus(ku, 1)]), c.add("and", [c.add("eq", [r_idx, plus(ku, 2)]), unsq(c, three, nb)])
+    below = c.add("or", [is1, is2])
+    vec = c.add("where", [is1, y, c.add("where", [is2, zz, zero])])  # (..., n)
+    v, tau, beta, _ = householder_vector(c, x, vec, c.add("eq", [r_idx, ku]), below)
+    tau = c.add("where", [unsq(c, act, nb), tau, zero])
+    nh, nz_ = _reflect(c, bh, bz, v, tau)
+    chase = c.add("and", [act, c.add("invert", [first])])
+    col_km1 = c.add("eq", [cols, lift(km1)])  # (..., 1, n)
+    row_k = c.add("eq", [rows, lift(k)])  # (..., n, 1)
+    row_after = c.add("and", [c.add("gt", [rows, lift(k)]), c.add("le", [rows, lift(plus(k, 2))])])
+    in_chase = lift(chase)
+    nh = c.add("where", [c.add("and", [in_chase, c.add("and", [col_km1, row_k])]), unsq(c, beta, nb + 1), nh])
+    nh = c.add("where", [c.add("and", [in_chase, c.add("and", [col_km1, row_after])]), zero, nh])
+    act_m = lift(act)
+    bh = c.add("where", [act_m, nh, bh])
+    bz = c.add("where", [act_m, nz_, bz])
+    k_next = c.add("where", [act, c.add("where", [c.add("ge", [plus(k, 1), hi]), c.scalar(-1, INT64), plus(k, 1)]), k])
+    more = c.add("reduce_any", [c.add("ne", [k_next, c.scalar(-2, INT64)])], {"axes": list(range(k_next.rank)),
+                                                                              "keepdims": False}) \
+        if k_next.rank else c.add("ne", [k_next, c.scalar(-2, INT64)])
+    graph = body.finish([more, bh, bz, k_next, lo, hi, its])
+    loop = ctx.graph.create_node("loop", [trips, *carried, idx, n],
+                                 {"num_carried": len(carried), "has_condition": True}, subgraphs={"body": graph})
+    loop.origins = ctx.origins
+    ctx.graph.append(loop)
+    t_out, z_out, k_out = loop.outputs[:3]
+    return t_out, z_out, ctx.add("eq", [k_out, ctx.scalar(-2, INT64)])
+
+
+def _sign(c: LoweringContext, x: Value) -> Value:
+    """Fortran's ``SIGN(1, x)``: -1 where ``x < 0``, else 1."""
+    return c.add("where", [c.add("lt", [x, c.scalar(0, x.dtype)]), c.scalar(-1, x.dtype), c.scalar(1, x.dtype)])
+
+
+def _standardize(ctx: LoweringContext, t: Value, z: Value) -> tuple[Value, Value]:
+    """``dlanv2`` on every 2 x 2 block of the converged quasi-triangular
+    ``t`` (its nonzero subdiagonal entries, isolated), all blocks at once:
+    ``(G^T t G, z G)`` with ``G`` the block rotations ``[cs -sn; sn cs]``,
+    then exact zeros below the diagonal of real blocks (and below the
+    subdiagonal everywhere) and equal diagonals in complex blocks."""
+    c = ctx
+    dt = t.dtype
+    nb = t.rank - 2
+    idx = positions(c, t)
+    rows, cols = unsq(c, idx, 1), idx
+    one_i = c.scalar(1, INT64)
+    zero, one, half = c.scalar(0, dt), c.scalar(1, dt), c.scalar(0.5, dt)
+    eps = c.scalar(np.finfo(dt.numpy).eps, dt)
+    prev = c.add("where", [c.add("ge", [idx, one_i]), c.add("sub", [idx, one_i]), c.scalar(0, INT64)])
+    d = diagonal(c, t, idx)
+    cc = _off_diagonal(c, t, idx, -1)  # block k: rows k-1, k
+    block = c.add("and", [c.add("ne", [cc, zero]), c.add("ge", [idx, one_i])])
+    a = c.add("gather", [d, prev], {"axis": nb})
+    b = c.add("gather", [_off_diagonal(c, t, idx, 1), prev], {"axis": nb})  # t[k-1, k]
+    safe_c = c.add("where", [block, cc, one])
+    # dlanv2's general branch
+    temp = c.add("sub", [a, d])
+    p = c.add("mul", [half, temp])
+    ab, ac = c.add("abs", [b]), c.add("abs", [safe_c])
+    bcmax = c.add("maximum", [ab, ac])
+    bcmis = c.add("mul", [c.add("minimum", [ab, ac]), c.add("mul", [_sign(c, b), _sign(c, safe_c)])])
+    scale = c.add("maximum", [c.add("abs", [p]), bcmax])
+    scale = c.add("where", [c.add("gt", [scale, zero]), scale, one])
+    zq = c.add("add", [c.add("mul", [c.add("div", [p, scale]), p]), c.add("mul", [c.add("div", [bcmax, scale]), bcmis])])
+    real1 = c.add("ge", [zq, c.add("mul", [c.scalar(4, dt), eps])])
+    zr = c.add("add", [p, c.add("mul", [_sign(c, p), c.add("mul", [c.add("sqrt", [scale]),
+                                                                    c.add("sqrt", [c.add("abs", [zq])])])])])
+    tau1 = c.add("sqrt", [c.add("add", [c.add("mul", [safe_c, safe_c]), c.add("mul", [zr, zr])])])
+    tau1 = c.add("where", [c.add("gt", [tau1, zero]), tau1, one])
+    cs1, sn1 = c.add("div", [zr, tau1]), c.add("div", [safe_c, tau1])
+    sigma = c.add("add", [b, safe_c])
+    tau2 = c.add("sqrt", [c.add("add", [c.add("mul", [sigma, sigma]), c.add("mul", [temp, temp])])])
+    tau2 = c.add("where", [c.add("gt", [tau2, zero]), tau2, one])
+    cs2 = c.add("sqrt", [c.add("mul", [half, c.add("add", [one, c.add("div", [c.add("abs", [sigma]), tau2])])])])
+    sn2 = c.add("neg", [c.add("mul", [c.add("div", [p, c.add("mul", [tau2, cs2])]), _sign(c, sigma)])])
+    aa = c.add("add", [c.add("mul", [a, cs2]), c.add("mul", [b, sn2])])
+    bb = c.add("add", [c.add("mul", [c.add("neg", [a]), sn2]), c.add("mul", [b, cs2])])
+    c2 = c.add("add", [c.add("mul", [safe_c, cs2]), c.add("mul", [d, sn2])])
+    dd = c.add("add", [c.add("mul", [c.add("neg", [safe_c]), sn2]), c.add("mul", [d, cs2])])
+    b3 = c.add("add", [c.add("mul", [bb, cs2]), c.add("mul", [dd, sn2])])
+    c3 = c.add("add", [c.add("mul", [c.add("neg", [aa]), sn2]), c.add("mul", [c2, cs2])])
+    same = c.add("eq", [_sign(c, b3), _sign(c, c3)])
+    c3_nz, b3_nz = c.add("ne", [c3, zero]), c.add("ne", [b3, zero])
+    split = c.add("and", [c3_nz, c.add("and", [b3_nz, same])])  # real after all: one more rotation
+    sab, sac = c.add("sqrt", [c.add("abs", [b3])]), c.add("sqrt", [c.add("abs", [c3])])
+    bc = c.add("abs", [c.add("add", [b3, c3])])
+    tau3 = c.add("div", [one, c.add("sqrt", [c.add("where", [c.add("gt", [bc, zero]), bc, one])])])
+    cs3, sn3 = c.add("mul", [sab, tau3]), c.add("mul", [sac, tau3])
+    cs_split = c.add("sub", [c.add("mul", [cs2, cs3]), c.add("mul", [sn2, sn3])])
+    sn_split = c.add("add", [c.add("mul", [cs2, sn3]), c.add("mul", [sn2, cs3])])
+    swap = c.add("and", [c3_nz, c.add("invert", [b3_nz])])  # b = -c, c = 0: (cs, sn) <- (-sn, cs)
+    cs_c = c.add("where", [split, cs_split, c.add("where", [swap, c.add("neg", [sn2]), cs2])])
+    sn_c = c.add("where", [split, sn_split, c.add("where", [swap, cs2, sn2])])
+    complex_c = c.add("and", [c3_nz, c.add("and", [b3_nz, c.add("invert", [same])])])
+    # the special cases before it
+    b_zero = c.add("eq", [b, zero])
+    standard = c.add("and", [c.add("eq", [temp, zero]), c.add("ne", [_sign(c, b), _sign(c, safe_c)])])
+    cs = c.add("where", [b_zero, zero, c.add("where", [standard, one, c.add("where", [real1, cs1, cs_c])])])
+    sn = c.add("where", [b_zero, one, c.add("where", [standard, zero, c.add("where", [real1, sn1, sn_c])])])
+    is_complex = c.add("and", [block, c.add("and", [c.add("invert", [b_zero]),
+                                                    c.add("or", [standard, c.add("and", [c.add("invert", [real1]),
+                                                                                         complex_c])])])])
+    cs = c.add("where", [block, cs, one])
+    sn = c.add("where", [block, sn, zero])
+    # G: [k-1, k-1] = [k, k] = cs_k, [k-1, k] = -sn_k, [k, k-1] = sn_k for each block k
+    not_last = c.add("lt", [idx, c.add("sub", [size_of(c, t), one_i])])
+    nxt = c.add("where", [not_last, c.add("add", [idx, one_i]), idx])
+    top = c.add("and", [c.add("gather", [block, nxt], {"axis": nb}), not_last])  # row i: a block's top
+    g_diag = c.add("where", [block, cs, c.add("where", [top, c.add("gather", [cs, nxt], {"axis": nb}), one])])
+    g_up = c.add("where", [top, c.add("neg", [c.add("gather", [sn, nxt], {"axis": nb})]), zero])  # [i, i+1]
+    on_diag, on_sup, on_sub = (c.add("eq", [cols, rows]), c.add("eq", [cols, c.add("add", [rows, one_i])]),
+                               c.add("eq", [cols, c.add("sub", [rows, one_i])]))
+    g = c.add("where", [on_diag, unsq(c, g_diag, nb + 1),
+                        c.add("where", [on_sup, unsq(c, g_up, nb + 1),
+                                        c.add("where", [on_sub, unsq(c, sn, nb + 1), zero])])])
+    t = c.add("matmul", [c.add("matmul", [matrix_transpose(c, g), t]), g])
+    z = c.add("matmul", [z, g])
+    # exact structure: zero below the diagonal but in complex blocks; equal diagonals there
+    keep_sub = c.add("and", [on_sub, unsq(c, is_complex, nb + 1)])
+    t = c.add("where", [c.add("or", [c.add("le", [rows, cols]), keep_sub]), t, zero])
+    d_new = diagonal(c, t, idx)
+    mean = c.add("mul", [half, c.add("add", [c.add("gather", [d_new, prev], {"axis": nb}), d_new])])
+    pair_mean = c.add("where", [is_complex, mean, c.add("where", [c.add("and", [top, c.add("gather", [is_complex, nxt],
+                                                                                                 {"axis": nb})]),
+                                                                  c.add("gather", [mean, nxt], {"axis": nb}), d_new])])
+    t = c.add("where", [on_diag, unsq(c, pair_mean, nb + 1), t])
+    return t, z
+
+
+def real_schur(ctx: LoweringContext, a: Value) -> tuple[Value, Value]:
+    """``(T, Z)`` of the real Schur form of ``a`` (``(..., n, n)``, float):
+    ``a = Z T Z^T`` (module docstring); all NaN for a matrix with a NaN or
+    Inf or one whose iteration did not converge."""
+    finite = ctx.add("reduce_all", [ctx.add("eq", [ctx.add("sub", [a, a]), ctx.scalar(0, a.dtype)])],
+                     {"axes": [a.rank - 2, a.rank - 1], "keepdims": False})  # x - x is NaN at NaN and Inf
+    h, z = hessenberg(ctx, a)
+    t, z, done = _francis(ctx, h, z, finite)
+    t, z = _standardize(ctx, t, z)
+    ok = unsq(ctx, unsq(ctx, ctx.add("and", [finite, done]), a.rank - 2), a.rank - 1)
+    nan = ctx.scalar(np.nan, a.dtype)
+    return ctx.add("where", [ok, t, nan]), ctx.add("where", [ok, z, nan])
+
+
+def _schur_rule(ctx: LoweringContext, node, args: list[Value]) -> tuple[Value, Value]:
+    op = getattr(node.op, "core_op", node.op)
+    if op.output != "real":
+        raise Unsupported(f"Schur with output={op.output!r} (lowered: 'real')")
+    if op.sort is not None:
+        raise Unsupported(f"Schur with sort={op.sort!r} (lowered: None)")
+    (a,) = float_args(ctx, node, args)
+    return real_schur(ctx, a)
+
+
+BLOCKWISE_RULES[Schur] = _schur_rule
+
+
+@lowers(Schur)
+def lower_schur(ctx: LoweringContext, node) -> list[Value]:
+    """``Schur{output="real", sort=None}`` of one float matrix ``(n, n)``
+    (module docstring): ``T`` and ``Z`` ``(n, n)`` in its dtype.
+
+    Raises:
+        Unsupported: ``output="complex"``, a ``sort``, or a complex or integer result dtype.
+    """
+    return list(_schur_rule(ctx, node, [ctx.get(v) for v in node.inputs]))

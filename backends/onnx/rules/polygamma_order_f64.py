@@ -21,9 +21,10 @@ result does):
   whose rising factorials ``(s)_(2j-1)`` are formed at run time. ``B(s)`` is
   ``polygamma_f64.shift_bound`` as a formula of s: the smallest a >= 10 with
   the first omitted term, ``|B_22|/22! (s)_21 (s-1) a^-22``, below 2^-56 of
-  the leading one (11 at n = 2, 58 at n = 50). Above n ~ 60, B(s) > 64 and a
-  small y stops at a = y + 64 < B(s); the tail is then below
-  ``(y/(y+64))^s`` of the first term, under 2^-56 for those s.
+  the leading one (equal to ``shift_bound(n)`` for n = 1..170: 11 at n = 2,
+  58 at n = 50, 173 at n = 170). From n = 57, B(s) > 64 and a small y stops
+  at a = y + 64 < B(s); the tail, about ``a^(1-s)/(s-1)``, is then below
+  ``a (y/a)^s/(s-1)`` of the first term y^-s, under e^-79 for those s.
 * x < 0, not an integer: the reflection formula (DLMF 5.15.6) written with
   the two-sided sum ``pi^(n+1) Q_n(cot(pi x)) = (-1)^n n! W(x)``,
   ``W(x) = sum_{k in Z} (x+k)^-s`` (the n-th derivative of

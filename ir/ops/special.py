@@ -243,5 +243,33 @@ register(OpDef("polygamma", _polygamma_infer, _polygamma_eval, 1, attrs={"n": At
                traits={ELEMENTWISE, TOTAL}, doc="scipy.special.polygamma(n, x) elementwise, n >= 2 (PyTensor PolyGamma)"))
 
 
+def polygamma_order_reference(n: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``polygamma(n, x)`` (float64) for a run-time order n broadcast with x:
+    NaN where n is negative, not an integer or NaN, ``scipy.special.psi`` at
+    n = 0, ``polygamma_reference`` (SciPy's values, the reflection formula
+    at negative non-integers) at n >= 1. Beyond n = 170, n! overflows
+    float64: SciPy's ``(-1)^(n+1) inf`` (NaN where zeta(n+1, x) underflows)."""
+    n, x = np.broadcast_arrays(np.asarray(n, np.float64), np.asarray(x, np.float64))
+    out = np.full(x.shape, np.nan)
+    with np.errstate(all="ignore"):
+        for order in np.unique(n[(n >= 0) & (np.floor(n) == n)]):
+            pick = n == order
+            if order == 0:
+                out[pick] = sp.psi(x[pick])
+            elif order <= 170:
+                out[pick] = polygamma_reference(int(order), x[pick])
+            else:
+                out[pick] = sp.polygamma(order, x[pick])
+    return out
+
+
+# psi^(n)(x) with the order n a tensor broadcast with x (PyTensor PolyGamma of a run-time order):
+# backends/onnx/rules/polygamma_order_f64.py.
+register(OpDef("polygamma_order", _binary_special_infer("polygamma_order"),
+               lambda args, attrs: [polygamma_order_reference(*args).astype(args[1].dtype)], 2,
+               traits={ELEMENTWISE, BROADCASTING, TOTAL},
+               doc="scipy.special.polygamma(n, x) with a tensor order n, broadcasting (PyTensor PolyGamma)"))
+
+
 register(OpDef("atan2", _atan2_infer, lambda args, attrs: [np.arctan2(*args).astype(args[0].dtype)], 2,
                traits={ELEMENTWISE, BROADCASTING, TOTAL}, doc="np.arctan2(y, x) with broadcasting (PyTensor ArcTan2)"))

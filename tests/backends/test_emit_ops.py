@@ -441,7 +441,7 @@ SPECIAL_VALUES = {
     # away from the zeros and below 1e3, where SciPy's j0/j1 (the interpreter's) lose relative accuracy
     "j0": [0.0, 0.5, -0.5, 2.0, 3.0, 5.0, 9.0, -20.0, 31.0], "j1": [0.0, 0.5, -0.5, 3.0, 5.0, 9.0, -20.0, 31.0],
 }
-ULPS |= {op: 64 for op in SPECIAL_VALUES} | {"atan2": 2, "polygamma": 64}
+ULPS |= {op: 64 for op in SPECIAL_VALUES} | {"atan2": 2, "polygamma": 64, "polygamma_order": 64}
 
 
 # The binary special functions (a, x): shapes a from tiny to large beside x
@@ -522,6 +522,10 @@ def special_cases():
         for dtype in (F32, F64):
             yield Case("polygamma", (np.array(SPECIAL_VALUES["trigamma"] + [np.nan, np.inf, -np.inf], dtype.numpy),),
                        {"n": n})
+    for dtype in (F32, F64):  # polygamma of a run-time order (tests/numerics/test_polygamma_order.py: the contract)
+        orders = np.array([0, 1, 2, 3, 6, 31, -1, 2.5, np.nan], dtype.numpy)
+        yield Case("polygamma_order", grid(orders, np.array(SPECIAL_VALUES["trigamma"] + [np.nan, np.inf, -np.inf],
+                                                            dtype.numpy)))
 
 
 def all_cases():

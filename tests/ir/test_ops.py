@@ -70,6 +70,9 @@ EVAL = [
     # polygamma(2, 1) = -2 zeta(3); polygamma(3, 1) = 6 zeta(4) = pi^4 / 15; a pole at -1; mpmath's value at -2.5
     ("polygamma", {"n": 2}, [f64(1, -1, inf)], [f64(-2 * 1.2020569031595942, -inf, -0.0)]),
     ("polygamma", {"n": 3}, [f64(1, -2.5)], [f64(np.pi ** 4 / 15, 194.74787622)]),
+    # a run-time order: psi(1) = -euler_gamma, 2 and 3 as above, NaN for a negative or non-integer order
+    ("polygamma_order", {}, [f64(0, 2, 3, -1, 2.5), f64(1, 1, -2.5, 1, 1)],
+     [f64(-0.5772156649015329, -2 * 1.2020569031595942, 194.74787622, nan, nan)]),
     ("erfc", {}, [f64(0, inf, -inf)], [f64(1, 0, 2)]),
     ("erfcx", {}, [f64(0, inf)], [f64(1, 0)]),
     ("erfinv", {}, [f64(0.5, 1, 2)], [f64(0.4769362762044699, inf, nan)]),

@@ -357,17 +357,6 @@ def _known_value(value: Value, depth: int = 8) -> np.ndarray | None:
     return get_op(node.op).evaluate(inputs, node.attrs)[value.index]
 
 
-def _constant_order(ctx, node, args, what: str) -> int:
-    """The integer first input (an order) of a PolyGamma node, which must
-    be one constant value. Raises Unsupported otherwise."""
-    ctx.reads_values()  # the lowering depends on the order's value, not only its type
-    order = _known_value(args[0])
-    if order is None or np.unique(order).size != 1 or float(np.ravel(order)[0]) != int(np.ravel(order)[0]):
-        raise Unsupported(f"{type(node.op).__name__} with a non-constant or non-integer {what} has no "
-                          "accurate ONNX form (only constant orders with a closed form are supported)")
-    return int(np.ravel(order)[0])
-
-
 @scalar_rule(psm.GammaU, psm.GammaL)
 def _unregularized_incomplete_gamma(ctx, node, args):
     # GammaU.impl / GammaL.impl: scipy.special.gammaincc(k, x) * gamma(k) (gammainc for GammaL)
@@ -380,7 +369,12 @@ def _unregularized_incomplete_gamma(ctx, node, args):
 @scalar_rule(psm.PolyGamma)
 def _polygamma(ctx, node, args):
     # PolyGamma.impl: scipy.special.polygamma(n, x); n = 0 is psi, n = 1 trigamma
-    n = _constant_order(ctx, node, args, "order n")
+    # an order known only at run time (or differing per element) is the general op (rules/polygamma_order_f64.py)
+    ctx.reads_values()
+    order = _known_value(args[0])
+    if order is None or np.unique(order).size != 1 or not float(np.ravel(order)[0]).is_integer():
+        return [ctx.add("polygamma_order", [ctx.cast(a, out_dtype(node)) for a in args])]
+    n = int(np.ravel(order)[0])
     x = ctx.cast(args[1], out_dtype(node))
     if n < 0:  # SciPy's value (PolyGamma.impl) is NaN everywhere
         return [ctx.add("mul", [x, ctx.const(np.array(np.nan, dtype=out_dtype(node).numpy))])]

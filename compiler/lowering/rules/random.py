@@ -187,6 +187,8 @@ def _known_dims(ctx: LoweringContext, size, args: list[Value], spec: Transform, 
     known = tuple(s if s is not None else d for s, d in zip(batch_static, dims))
     if n_core:
         core = static[-1] if static[-1] is not None else args[spec.core_dim_of].shape[-1]
+        if spec.noise_core_less:
+            core = max(core - spec.noise_core_less, 0) if isinstance(core, int) else None
         known += (core,)
     return known + ((spec.uniforms,) if spec.uniforms > 1 else ())
 
@@ -225,7 +227,10 @@ def _draw_shape(ctx: LoweringContext, size, args: list[Value], spec: Transform) 
         for s, r in shapes[1:]:
             result, rank = _broadcast_shapes(ctx, result, rank, s, r), max(rank, r)
     if spec.core_dim_of is not None:
-        result = ctx.add("concat", [result, _core_dims(ctx, args, spec)], {"axis": 0})
+        core = _core_dims(ctx, args, spec)
+        if spec.noise_core_less:
+            core = ctx.add("maximum", [ctx.add("sub", [core, ctx.i64([spec.noise_core_less])]), ctx.i64([0])])
+        result = ctx.add("concat", [result, core], {"axis": 0})
     if spec.uniforms > 1:
         result = ctx.add("concat", [result, ctx.i64([spec.uniforms])], {"axis": 0})
     return result

@@ -53,6 +53,8 @@ from pytensor.tensor.random import basic as rb
 from compiler.lowering.bodies import Body
 from compiler.lowering.context import LoweringContext
 from compiler.lowering.rules.decompositions import cholesky
+from compiler.lowering.rules.indexing import dim_of, int64_value
+from compiler.lowering.rules.matrix_loops import positions, run_steps
 from ir import DType, TensorType, Value
 
 F64, I64 = DType.FLOAT64, DType.INT64
@@ -73,6 +75,8 @@ class Transform:
             trailing axis of that length.
         core_dim_of: for a multivariate draw (one core dim), the parameter
             whose last dim is the draw's core dim; None for scalar draws.
+        noise_core_less: the noise's core dim is the draw's less this
+            (multinomial: ``k - 1`` uniforms for ``k`` counts).
     """
 
     noise: str
@@ -80,6 +84,7 @@ class Transform:
     core: tuple
     uniforms: int = 1
     core_dim_of: int | None = None
+    noise_core_less: int = 0
 
 
 def _k(ctx, x: Value, c) -> Value:
@@ -435,6 +440,97 @@ def _beta_binomial(ctx, noise, p):
     return _binomial_from(ctx, u2, n, prob)
 
 
+def _hypergeometric(ctx, u, p):
+    """NumPy's ``hypergeometric(ngood, nbad, nsample)`` (SciPy's ``hypergeom(ngood + nbad, ngood,
+    nsample)``): the smallest k with ``F(k) > u``, by a walk up the support from its lower bound
+    ``max(0, nsample - nbad)`` to at most ``min(ngood, nsample)``, adding ``pmf(k)`` to ``F`` at each
+    step; ``log pmf(k) = log C(ngood, k) + log C(nbad, nsample - k) - log C(ngood + nbad, nsample)``
+    by ``gammaln`` (each pmf on its own, so a left tail below the smallest float does not zero the
+    rest, as a ratio recursion started there would). The loop runs until no element moves: as many
+    steps as the largest draw's distance from its lower bound. A pmf's rounding is ``eps`` times the
+    size of the ``gammaln`` terms (``~ngood log ngood``), so ``F`` differs from SciPy's (Boost) by about
+    that and a draw from SciPy's ``ppf(u)`` only for ``u`` that close to a step of ``F``."""
+    good, bad, sample = (ctx.cast(v, F64) for v in p)
+
+    def lgam1(c, x):
+        return c.add("gammaln", [c.add("add", [x, c.scalar(1.0, F64)])])
+
+    total = ctx.add("add", [good, bad])
+    # log C(ngood + nbad, nsample) - log(ngood!) - log(nbad!)
+    offset = ctx.add("sub", [ctx.add("add", [lgam1(ctx, good), lgam1(ctx, bad)]),
+                             ctx.add("sub", [lgam1(ctx, total), ctx.add("add", [lgam1(ctx, sample),
+                                                                              lgam1(ctx, ctx.add("sub", [total, sample]))])])])
+    zeros_u = ctx.add("mul", [ctx.add("abs", [u]), ctx.scalar(0.0, F64)])  # u is finite: broadcasting zeros
+    low = ctx.add("add", [ctx.add("maximum", [ctx.add("sub", [sample, bad]), ctx.scalar(0.0, F64)]), zeros_u])
+    high = ctx.add("minimum", [good, sample])
+
+    def pmf(c, k, q):
+        g, b_, s_, off = q
+        terms = c.add("add", [c.add("add", [lgam1(c, k), lgam1(c, c.add("sub", [g, k]))]),
+                              c.add("add", [lgam1(c, c.add("sub", [s_, k])),
+                                            lgam1(c, c.add("add", [c.add("sub", [b_, s_]), k]))])])
+        return c.add("exp", [c.add("sub", [off, terms])])
+
+    params = [good, bad, sample, offset]
+    body = Body(ctx, "quantile")
+    b = body.ctx
+    body.input(TensorType(I64, ()), "i")
+    k, f = body.input(low.type, "k"), body.input(low.type, "f")
+    inner_u, inner_high = body.input(u.type, "u"), body.input(high.type, "high")
+    inner = [body.input(v.type, f"p{i}") for i, v in enumerate(params)]
+    up = b.add("and", [b.add("le", [f, inner_u]), b.add("lt", [k, inner_high])])
+    k_next = b.add("add", [k, b.cast(up, F64)])
+    f_next = b.add("add", [f, b.add("where", [up, pmf(b, k_next, inner), b.scalar(0.0, F64)])])
+    moved = b.add("reduce_any", [up], {"axes": (), "keepdims": False})
+    graph = body.finish([moved, k_next, f_next])
+    loop = ctx.graph.create_node("loop", [ctx.scalar(SEARCH_STEPS, I64), low, pmf(ctx, low, params), u, high,
+                                          *params], {"num_carried": 2, "has_condition": True},
+                                 subgraphs={"body": graph})
+    loop.origins = ctx.origins
+    ctx.graph.append(loop)
+    return ctx.cast(loop.outputs[0], I64)
+
+
+def _multinomial(ctx, noise, p):
+    """NumPy's ``multinomial(n, p)``: sequential conditional binomials over the categories,
+    ``n_i ~ Binomial(n - sum_{j<i} n_j, p_i / (1 - sum_{j<i} p_j))`` from uniform ``u_i`` (the quantile
+    search ``_binomial_from``; the ratio clipped to [0, 1] as the mass left rounds), ``i < k - 1``; the
+    last count is the remainder (NumPy's ``random_multinomial``: ``p[-1]`` is not read). Counts are
+    exact integers in float64 (below 2**53). ``noise`` is ``(..., k - 1)``; a loop over the categories."""
+    n, prob = p
+    n, prob = ctx.cast(n, F64), ctx.cast(prob, F64)
+    last = prob.rank - 1
+    k = int64_value(ctx, dim_of(ctx, prob, last))
+    batch = ctx.add("slice", [ctx.add("shape", [noise]), ctx.i64([0]), ctx.i64([noise.rank - 1]), ctx.i64([1])],
+                    {"axes": [0]})
+    rem = ctx.add("expand", [n, batch])
+    counts = ctx.add("expand", [ctx.scalar(0.0, F64), ctx.add("concat", [batch, ctx.add("unsqueeze", [k], {"axes": [0]})],
+                                                               {"axis": 0})])
+    cats = positions(ctx, prob, last)
+    steps = ctx.add("maximum", [ctx.add("sub", [k, ctx.scalar(1, I64)]), ctx.scalar(0, I64)])
+
+    def step(c, j, carried, invariant):
+        rem_, mass, counts_ = carried
+        noise_, prob_, cats_ = invariant
+        zero = c.scalar(0.0, F64)
+        jj = c.add("unsqueeze", [j], {"axes": [0]})
+        u_j = c.add("squeeze", [c.add("gather", [noise_, jj], {"axis": noise_.rank - 1})], {"axes": [noise_.rank - 1]})
+        p_j = c.add("squeeze", [c.add("gather", [prob_, jj], {"axis": prob_.rank - 1})], {"axes": [prob_.rank - 1]})
+        left = c.add("sub", [c.scalar(1.0, F64), mass])
+        ratio = c.add("where", [c.add("le", [p_j, zero]), zero,
+                                c.add("where", [c.add("ge", [p_j, left]), c.scalar(1.0, F64), c.add("div", [p_j, left])])])
+        drawn = c.cast(_binomial_from(c, u_j, rem_, ratio), F64)
+        at_j = c.add("eq", [cats_, j])
+        return [c.add("sub", [rem_, drawn]), c.add("add", [mass, p_j]),
+                c.add("where", [at_j, c.add("unsqueeze", [drawn], {"axes": [drawn.rank]}), counts_])]
+
+    mass0 = ctx.add("mul", [rem, ctx.scalar(0.0, F64)])
+    rem, _, counts = run_steps(ctx, steps, [rem, mass0, counts], [noise, prob, cats], step)
+    at_last = ctx.add("eq", [cats, ctx.add("sub", [k, ctx.scalar(1, I64)])])
+    counts = ctx.add("where", [at_last, ctx.add("unsqueeze", [rem], {"axes": [rem.rank]}), counts])
+    return ctx.cast(counts, I64)
+
+
 # PyTensor RV class -> Transform; discrete draws take float64 noise. Keyed by the exact class
 # (a subclass may reparametrize its distribution).
 TRANSFORMS = {
@@ -466,6 +562,8 @@ TRANSFORMS = {
     rb.NegBinomialRV: Transform(UNIFORM, _negative_binomial, (0, 0)),
     rb.BetaBinomialRV: Transform(UNIFORM, _beta_binomial, (0, 0, 0), uniforms=2),
     rb.CategoricalRV: Transform(UNIFORM, _categorical, (1,)),
+    rb.HyperGeometricRV: Transform(UNIFORM, _hypergeometric, (0, 0, 0)),
+    rb.MultinomialRV: Transform(UNIFORM, _multinomial, (0, 1), core_dim_of=1, noise_core_less=1),
     rb.MvNormalRV: Transform(NORMAL, _mvnormal, (1, 2), core_dim_of=0),
     rb.DirichletRV: Transform(UNIFORM, _dirichlet, (1,), uniforms=2, core_dim_of=0),
 }

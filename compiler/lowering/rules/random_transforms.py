@@ -531,6 +531,82 @@ def _multinomial(ctx, noise, p):
     return ctx.cast(counts, I64)
 
 
+# bisection steps of the von Mises quantile: [-pi, pi] halved 64 times is 3.4e-19 wide, below float64's
+# resolution of every quantile but those within 1e-19 of 0
+VONMISES_BISECTIONS = 64
+
+
+def _vonmises_terms(ctx, kappa):
+    """The number of terms of the von Mises CDF series, ``ceil(28 + 10 sqrt(kappa))`` for the largest
+    ``kappa`` (an int64 scalar): past it ``I_n(kappa) / I_0(kappa) < 1e-17`` (checked against SciPy's
+    ``ive`` for kappa from 1 to 1e5; the ratio falls like ``exp(-n^2 / (2 kappa))``); it exceeds Hill's
+    ``ceil(28 + kappa / 2 - 100 / (kappa + 5))`` (SciPy's, for kappa < 50) at every kappa below 50."""
+    k = ctx.add("reduce_max", [ctx.add("reshape", [kappa, ctx.i64([-1])])], {"axes": (), "keepdims": False})
+    k = ctx.add("where", [ctx.add("isnan", [k]), ctx.scalar(0.0, F64), k])
+    t = ctx.add("ceil", [ctx.add("add", [ctx.scalar(28.0, F64), ctx.add("mul", [ctx.scalar(10.0, F64),
+                                                                              ctx.add("sqrt", [k])])])])
+    return ctx.cast(t, I64)
+
+
+def _vonmises_cdf(c, x, kappa, terms):
+    """The von Mises(0, kappa) CDF on ``[-pi, pi]`` (float64, ``x`` and ``kappa`` of one shape):
+    ``1/2 + x / (2 pi) + sum_n I_n(kappa) sin(n x) / (n pi I_0(kappa))`` by Hill's backward recurrence
+    (G. W. Hill, "Algorithm 518: Incomplete Bessel function I0. The von Mises distribution", ACM TOMS 3
+    (1977) 279-284; SciPy's ``von_mises_cdf_series``): ``R_n = 1 / (2n / kappa + R_{n+1})`` is
+    ``I_n / I_{n-1}`` (a continued fraction) and ``sin(n x), cos(n x)`` run down by the angle-difference
+    formulas, from ``n = terms - 1``. SciPy switches to a normal approximation at kappa >= 50 (error
+    ~1e-6 there); the series is kept at every kappa here (``_vonmises_terms`` terms), exact to an
+    absolute ``~terms * eps``. Clipped to [0, 1]."""
+    sin_x, cos_x = c.add("sin", [x]), c.add("cos", [x])
+    p = c.cast(terms, F64)
+    px = c.add("mul", [p, x])
+    zeros = c.add("mul", [x, c.scalar(0.0, F64)])
+
+    def step(b, j, carried, invariant):
+        sn, cn, r, v = carried
+        s_, co, kap, p_ = invariant
+        n = b.add("sub", [b.add("sub", [p_, b.scalar(1.0, F64)]), b.cast(j, F64)])
+        sn2 = b.add("sub", [b.add("mul", [sn, co]), b.add("mul", [cn, s_])])
+        cn2 = b.add("add", [b.add("mul", [cn, co]), b.add("mul", [sn, s_])])
+        r2 = b.add("reciprocal", [b.add("add", [b.add("div", [b.add("add", [n, n]), kap]), r])])
+        return [sn2, cn2, r2, b.add("mul", [r2, b.add("add", [b.add("div", [sn2, n]), v])])]
+
+    count = c.add("maximum", [c.add("sub", [terms, c.scalar(1, I64)]), c.scalar(0, I64)])
+    *_, v = run_steps(c, count, [c.add("sin", [px]), c.add("cos", [px]), zeros, zeros],
+                      [sin_x, cos_x, kappa, p], step)
+    f = c.add("add", [c.add("add", [c.scalar(0.5, F64), c.add("mul", [x, c.scalar(1 / (2 * np.pi), F64)])]),
+                      c.add("mul", [v, c.scalar(1 / np.pi, F64)])])
+    return c.add("clip", [f, c.scalar(0.0, F64), c.scalar(1.0, F64)])
+
+
+def _vonmises(ctx, u, p):
+    """NumPy's ``vonmises(mu, kappa)``: the quantile ``x`` of ``u`` of von Mises(0, kappa) on
+    ``[-pi, pi]`` by bisection on ``_vonmises_cdf`` (``VONMISES_BISECTIONS`` steps; each evaluates
+    the series), then ``x + mu`` wrapped into ``[-pi, pi]`` as NumPy's ``random_vonmises`` does
+    (``sign(r) (fmod(|r| + pi, 2 pi) - pi)``). Computed in float64 (the draw is rounded to its dtype
+    last). One uniform a draw: an inverse CDF, not NumPy's rejection sampler (Best & Fisher 1979),
+    whose number of uniforms is unbounded; kappa = 0 gives the uniform law on [-pi, pi]."""
+    mu, kappa = (ctx.cast(v, F64) for v in p)
+    u = ctx.cast(u, F64)
+    kappa = ctx.add("add", [kappa, ctx.add("mul", [u, ctx.scalar(0.0, F64)])])  # u's shape (u is finite)
+    terms = _vonmises_terms(ctx, kappa)
+    lo = ctx.add("add", [ctx.add("mul", [u, ctx.scalar(0.0, F64)]), ctx.scalar(-np.pi, F64)])
+    hi = ctx.add("add", [ctx.add("mul", [u, ctx.scalar(0.0, F64)]), ctx.scalar(np.pi, F64)])
+
+    def bisect(b, j, carried, invariant):
+        lo_, hi_ = carried
+        u_, kap, terms_ = invariant
+        mid = b.add("mul", [b.add("add", [lo_, hi_]), b.scalar(0.5, F64)])
+        below = b.add("le", [_vonmises_cdf(b, mid, kap, terms_), u_])
+        return [b.add("where", [below, mid, lo_]), b.add("where", [below, hi_, mid])]
+
+    lo, hi = run_steps(ctx, ctx.scalar(VONMISES_BISECTIONS, I64), [lo, hi], [u, kappa, terms], bisect)
+    x = ctx.add("add", [ctx.add("mul", [ctx.add("add", [lo, hi]), ctx.scalar(0.5, F64)]), mu])
+    m = ctx.add("sub", [ctx.add("mod", [ctx.add("add", [ctx.add("abs", [x]), ctx.scalar(np.pi, F64)]),
+                                        ctx.scalar(2 * np.pi, F64)]), ctx.scalar(np.pi, F64)])
+    return ctx.add("where", [ctx.add("lt", [x, ctx.scalar(0.0, F64)]), ctx.add("neg", [m]), m])
+
+
 # PyTensor RV class -> Transform; discrete draws take float64 noise. Keyed by the exact class
 # (a subclass may reparametrize its distribution).
 TRANSFORMS = {
@@ -562,6 +638,7 @@ TRANSFORMS = {
     rb.NegBinomialRV: Transform(UNIFORM, _negative_binomial, (0, 0)),
     rb.BetaBinomialRV: Transform(UNIFORM, _beta_binomial, (0, 0, 0), uniforms=2),
     rb.CategoricalRV: Transform(UNIFORM, _categorical, (1,)),
+    rb.VonMisesRV: Transform(UNIFORM, _vonmises, (0, 0)),
     rb.HyperGeometricRV: Transform(UNIFORM, _hypergeometric, (0, 0, 0)),
     rb.MultinomialRV: Transform(UNIFORM, _multinomial, (0, 1), core_dim_of=1, noise_core_less=1),
     rb.MvNormalRV: Transform(NORMAL, _mvnormal, (1, 2), core_dim_of=0),

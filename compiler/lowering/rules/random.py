@@ -48,6 +48,8 @@ exported). Other distributions are unsupported, with the reason.
 from __future__ import annotations
 
 import copy
+import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -130,8 +132,13 @@ def _draw(ctx: LoweringContext, op, rng, size, params, out) -> Value:
     if spec is None:
         raise Unsupported(f"random variable {op.name}: no exact transform of uniform or normal noise here "
                           f"(supported: {', '.join(sorted(SUPPORTED))})")
+    if spec.core is None:  # core ranks that follow the node's signature (permutation, choice)
+        core = tuple(op.ndims_params)
+        spec = dataclasses.replace(spec, core=core, fn=functools.partial(spec.fn, core=core),
+                                   noise_core=functools.partial(spec.noise_core, core=core,
+                                                                consts=[ctx.constant_value(p) for p in params]))
     dtype = ir_dtype(out)
-    noise_dtype = dtype if dtype.is_float else F64
+    noise_dtype = dtype if dtype.is_float and not spec.float64_noise else F64
     if noise_dtype not in (F32, F64):
         raise Unsupported(f"random variable {op.name} of dtype {dtype} (float32 and float64 draws only)")
     args = [ctx.get(p) for p in params]
@@ -190,6 +197,8 @@ def _known_dims(ctx: LoweringContext, size, args: list[Value], spec: Transform, 
         if spec.noise_core_less:
             core = max(core - spec.noise_core_less, 0) if isinstance(core, int) else None
         known += (core,)
+    if spec.noise_core is not None:
+        known += (spec.noise_core(ctx, args)[0],)
     return known + ((spec.uniforms,) if spec.uniforms > 1 else ())
 
 
@@ -231,6 +240,8 @@ def _draw_shape(ctx: LoweringContext, size, args: list[Value], spec: Transform) 
         if spec.noise_core_less:
             core = ctx.add("maximum", [ctx.add("sub", [core, ctx.i64([spec.noise_core_less])]), ctx.i64([0])])
         result = ctx.add("concat", [result, core], {"axis": 0})
+    if spec.noise_core is not None:
+        result = ctx.add("concat", [result, spec.noise_core(ctx, args)[1]], {"axis": 0})
     if spec.uniforms > 1:
         result = ctx.add("concat", [result, ctx.i64([spec.uniforms])], {"axis": 0})
     return result

@@ -52,6 +52,7 @@ from pytensor.tensor.random import basic as rb
 
 from compiler.lowering.bodies import Body
 from compiler.lowering.context import LoweringContext
+from compiler.lowering.errors import Unsupported
 from compiler.lowering.rules.decompositions import cholesky
 from compiler.lowering.rules.indexing import dim_of, int64_value
 from compiler.lowering.rules.matrix_loops import positions, run_steps
@@ -70,21 +71,30 @@ class Transform:
     Attributes:
         noise: ``NORMAL`` (standard normal) or ``UNIFORM`` (U[0, 1)).
         fn: ``(ctx, noise, params) -> draw``.
-        core: the core rank of each parameter (PyTensor's signature).
+        core: the core rank of each parameter (PyTensor's signature);
+            None where it follows the node's signature (``op.ndims_params``).
         uniforms: noise values per draw element; above 1, the noise has a
             trailing axis of that length.
         core_dim_of: for a multivariate draw (one core dim), the parameter
             whose last dim is the draw's core dim; None for scalar draws.
         noise_core_less: the noise's core dim is the draw's less this
             (multinomial: ``k - 1`` uniforms for ``k`` counts).
+        noise_core: ``(ctx, params) -> (static length or None, i64[1]
+            value)``: a noise core axis of that length, for a draw whose
+            noise is one uniform per item of a population (permutation,
+            choice without replacement).
+        float64_noise: float64 noise even for a float32 draw (sort keys:
+            float32 uniforms would tie too often).
     """
 
     noise: str
     fn: Callable[[LoweringContext, Value, list], Value]
-    core: tuple
+    core: tuple | None
     uniforms: int = 1
     core_dim_of: int | None = None
     noise_core_less: int = 0
+    noise_core: Callable[[LoweringContext, list], tuple] | None = None
+    float64_noise: bool = False
 
 
 def _k(ctx, x: Value, c) -> Value:
@@ -607,6 +617,81 @@ def _vonmises(ctx, u, p):
     return ctx.add("where", [ctx.add("lt", [x, ctx.scalar(0.0, F64)]), ctx.add("neg", [m]), m])
 
 
+# -- permutations and choice without replacement: sort keys --------------------------------------------------
+def _population(ctx, params, core, consts) -> tuple:
+    """The population size of a permutation or choice: the value of a first parameter of core rank 0
+    (``arange(a)``; its first element where ``size`` batches it: the draws share one core shape), else
+    the first core axis of the array; static where the parameter's value (``consts``: PyTensor's constant
+    values of the parameters, None where not constant) or its shape is known."""
+    a = params[0]
+    batch = a.rank - core[0]
+    if core[0] == 0:
+        known = consts[0]
+        if known is not None and np.size(known):
+            return int(np.ravel(known)[0]), ctx.i64([int(np.ravel(known)[0])])
+        first = ctx.add("slice", [ctx.add("reshape", [ctx.cast(a, I64), ctx.i64([-1])]), ctx.i64([0]), ctx.i64([1]),
+                                  ctx.i64([1])], {"axes": [0]})
+        return None, first
+    n = dim_of(ctx, a, batch)
+    return (n if isinstance(n, int) else None), ctx.add("reshape", [int64_value(ctx, n), ctx.i64([1])])
+
+
+def _top_indices(ctx, keys: Value, count: Value | None) -> Value:
+    """The indices of ``keys`` (its last axis) in decreasing key order, the first ``count`` of them
+    (all when None): ``sort`` of the negated keys (stable: ties in index order)."""
+    last = keys.rank - 1
+    _, order = ctx.add_multi("sort", [ctx.add("neg", [keys])], {"axis": last})
+    if count is None:
+        return order
+    return ctx.add("slice", [order, ctx.i64([0]), ctx.add("reshape", [count, ctx.i64([1])]), ctx.i64([1])],
+                   {"axes": [last]})
+
+
+def _take_population(ctx, a: Value, n_core: int, order: Value, what: str) -> Value:
+    """The population's items at ``order``: ``order`` itself for a core-rank-0 ``a`` (``arange(a)``),
+    else ``a`` gathered along its first axis (a draw without batch dims: ``a`` of core rank only).
+
+    Raises:
+        Unsupported: an array population with batch dims."""
+    if n_core == 0:
+        return order
+    if a.rank != n_core or order.rank != 1:
+        raise Unsupported(f"{what} of an array with batch dims (size=) is not lowered: the gather of a "
+                          "batch of orders from a batch of arrays is not implemented")
+    return ctx.add("gather", [a, order], {"axis": 0})
+
+
+def _permutation(ctx, u, p, core):
+    """NumPy's ``permutation(x)``: ``arange(x)`` (a scalar ``x``) or ``x`` along its first axis in the
+    order of decreasing iid uniforms ``u`` (one per item): the ranks of iid continuous keys are a uniform
+    random permutation. Float64 keys; ties (probability ~n^2 2^-54) fall in index order."""
+    (x,) = p
+    return _take_population(ctx, x, core[0], _top_indices(ctx, u, None), "permutation")
+
+
+def _choice_without_replacement(ctx, u, p, core):
+    """NumPy's ``choice(a, size, replace=False, p)``: the items of the ``k = prod(size)`` largest keys,
+    in decreasing key order, reshaped to ``size`` (then ``a``'s other dims). Without ``p`` the key is
+    the uniform (the first k of a uniform random permutation: a uniform ordered sample); with ``p`` it
+    is ``log(u) / p_i`` (the log of ``u^(1/p_i)``; Efraimidis & Spirakis, "Weighted random sampling with
+    a reservoir", Inf. Process. Lett. 97 (2006) 181-185: the decreasing order of the keys is successive
+    sampling proportional to ``p`` among the items left, NumPy's law). An item of ``p_i = 0`` has key
+    ``-inf``: it comes after every item of positive ``p`` (NumPy raises where ``size`` exceeds their
+    number; here they fill the rest in index order)."""
+    a, *probs, core_shape = p
+    shape = ctx.cast(core_shape, I64)
+    count = ctx.add("reduce_prod", [shape], {"axes": (), "keepdims": False})  # 1 for size=() or None
+    keys = u
+    if probs:
+        keys = ctx.add("div", [ctx.add("log", [_positive(ctx, u)]), ctx.cast(probs[0], F64)])
+    picked = _take_population(ctx, a, core[0], _top_indices(ctx, keys, count), "choice without replacement")
+    batch = ctx.add("slice", [ctx.add("shape", [u]), ctx.i64([0]), ctx.i64([u.rank - 1]), ctx.i64([1])],
+                    {"axes": [0]})
+    rest = ctx.add("slice", [ctx.add("shape", [picked]), ctx.i64([u.rank]), ctx.i64([picked.rank]), ctx.i64([1])],
+                   {"axes": [0]})
+    return ctx.add("reshape", [picked, ctx.add("concat", [batch, shape, rest], {"axis": 0})])
+
+
 # PyTensor RV class -> Transform; discrete draws take float64 noise. Keyed by the exact class
 # (a subclass may reparametrize its distribution).
 TRANSFORMS = {
@@ -639,6 +724,9 @@ TRANSFORMS = {
     rb.BetaBinomialRV: Transform(UNIFORM, _beta_binomial, (0, 0, 0), uniforms=2),
     rb.CategoricalRV: Transform(UNIFORM, _categorical, (1,)),
     rb.VonMisesRV: Transform(UNIFORM, _vonmises, (0, 0)),
+    rb.PermutationRV: Transform(UNIFORM, _permutation, None, noise_core=_population, float64_noise=True),
+    rb.ChoiceWithoutReplacement: Transform(UNIFORM, _choice_without_replacement, None, noise_core=_population,
+                                           float64_noise=True),
     rb.HyperGeometricRV: Transform(UNIFORM, _hypergeometric, (0, 0, 0)),
     rb.MultinomialRV: Transform(UNIFORM, _multinomial, (0, 1), core_dim_of=1, noise_core_less=1),
     rb.MvNormalRV: Transform(NORMAL, _mvnormal, (1, 2), core_dim_of=0),

@@ -29,10 +29,13 @@ comes from is the policy:
 The transforms (``random_transforms.py``, ``TRANSFORMS``) are exact in
 distribution: closed-form quantiles, quantiles through the special
 functions (gamma, beta, Student's t, ...), a search for the discrete
-quantile (poisson, binomial, negative binomial), several uniforms per draw
-element (wald, beta_binomial, dirichlet: the noise gets a trailing axis of
-that length) and ``mean + L z`` for the multivariate normal (the noise has
-the draw's core dim).
+quantile (poisson, binomial, negative binomial, hypergeometric), several
+uniforms per draw element (wald, beta_binomial, dirichlet: the noise gets a
+trailing axis of that length), ``mean + L z`` for the multivariate normal
+(the noise has the draw's core dim), sequential binomials for the
+multinomial (``k - 1`` uniforms), a bisected inverse CDF for vonmises and
+sort keys for permutation and choice without replacement (the noise has an
+axis of the population's size, float64 for any draw dtype).
 
 Continuous draws compute in their own dtype (float32 or float64, the noise
 has it too); discrete ones use float64 noise. Parameter values are not

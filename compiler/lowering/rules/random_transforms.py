@@ -34,12 +34,25 @@ and PyTensor's agree in distribution, never value by value.
 - **multivariate normal**: ``mean + L z`` with ``L`` the lower Cholesky
   factor of ``cov`` (every ``method``: the law is the same; a covariance
   that is not positive definite gives NaN draws where NumPy's "svd" and
-  "eigh" methods still draw).
+  "eigh" methods still draw);
+- **hypergeometric**: the smallest k with ``F(k) > u``, walking up from the
+  lower support bound and adding pmfs by ``gammaln`` (``_hypergeometric``);
+- **multinomial**: sequential conditional binomials from ``k - 1``
+  uniforms (``_multinomial``: ``noise_core_less``), the last count the
+  remainder;
+- **vonmises**: the inverse CDF by bisection on Hill's (1977) series, one
+  uniform a draw (NumPy's Best-Fisher rejection sampler would take an
+  unbounded number, which ``random="inputs"`` cannot feed), wrapped around
+  ``mu`` into [-pi, pi] as NumPy;
+- **permutation, choice without replacement**: one uniform per item of the
+  population (``noise_core``) as a sort key: the decreasing order of the
+  keys ``u`` (uniform) or ``log(u) / p`` (Efraimidis & Spirakis 2006,
+  successive sampling proportional to ``p``); core ranks from the node's
+  signature (``core=None``).
 
 Parameter values are not checked (as documented in ``random.py``).
-Distributions without an entry (vonmises, hypergeometric, multinomial,
-permutation, choice without replacement) are unsupported: their samplers
-are rejection or sequential algorithms without a fixed transform here.
+Distributions without an entry are unsupported; so is a permutation of an
+array with batch dims (``_take_population``).
 """
 
 from __future__ import annotations

@@ -114,3 +114,19 @@ def test_choice_without_replacement_of_an_array_keeps_its_rows_and_pytensors_sha
     np.testing.assert_array_equal(draws, a[order].reshape(2, 1, 3))
     onnx_draws = compile_to_onnx([], outputs=[x], random="onnx").run()[0]
     assert onnx_draws.shape == (2, 1, 3) and len({tuple(r) for r in onnx_draws.reshape(2, 3)}) == 2
+
+
+def test_compiled_function_of_a_permutation_a_choice_and_a_multinomial():
+    """A default-mode function (PyTensor 3 wraps each draw in ``RandomVariableWithCoreShape``)."""
+    import pytensor
+
+    n = pt.lscalar("n")
+    perm = pt.random.permutation(n, rng=_rng())
+    pick = pt.random.choice(n, size=(3,), replace=False, p=pt.ones((n,)) / n, rng=_rng(2))
+    counts = pt.random.multinomial(n, np.array([0.5, 0.25, 0.25]), rng=_rng(3))
+    f = pytensor.function([n], [perm, pick, counts])
+    m = compile_to_onnx(f, random="onnx")
+    p, c, k = m.run(n=np.array(9))
+    assert sorted(p) == list(range(9)) and len(set(c)) == 3 and set(c) <= set(range(9))
+    assert k.shape == (3,) and k.sum() == 9 and (k >= 0).all()
+    assert [x.dtype for x in (p, c, k)] == [np.dtype(v.type.dtype) for v in (perm, pick, counts)]

@@ -565,7 +565,10 @@ def _vonmises_terms(ctx, kappa):
     ``ive`` for kappa from 1 to 1e5; the ratio falls like ``exp(-n^2 / (2 kappa))``); it exceeds Hill's
     ``ceil(28 + kappa / 2 - 100 / (kappa + 5))`` (SciPy's, for kappa < 50) at every kappa below 50."""
     k = ctx.add("reduce_max", [ctx.add("reshape", [kappa, ctx.i64([-1])])], {"axes": (), "keepdims": False})
-    k = ctx.add("where", [ctx.add("isnan", [k]), ctx.scalar(0.0, F64), k])
+    # a NaN kappa counts as 0, an infinite one as 1e8 (100,028 terms, so the trip count stays finite; the
+    # draws of an infinite kappa are unspecified: the recurrence is 1 / (0 + R) there)
+    k = ctx.add("clip", [ctx.add("where", [ctx.add("isnan", [k]), ctx.scalar(0.0, F64), k]), ctx.scalar(0.0, F64),
+                         ctx.scalar(1e8, F64)])
     t = ctx.add("ceil", [ctx.add("add", [ctx.scalar(28.0, F64), ctx.add("mul", [ctx.scalar(10.0, F64),
                                                                               ctx.add("sqrt", [k])])])])
     return ctx.cast(t, I64)

@@ -68,7 +68,7 @@ from compiler.lowering.context import LoweringContext
 from compiler.lowering.errors import Unsupported
 from compiler.lowering.rules.decompositions import cholesky
 from compiler.lowering.rules.indexing import dim_of, int64_value
-from compiler.lowering.rules.matrix_loops import positions, run_steps
+from compiler.lowering.rules.matrix_loops import positions, run_steps, zeros_like
 from ir import DType, TensorType, Value
 
 F64, I64 = DType.FLOAT64, DType.INT64
@@ -466,11 +466,12 @@ def _beta_binomial(ctx, noise, p):
 def _hypergeometric(ctx, u, p):
     """NumPy's ``hypergeometric(ngood, nbad, nsample)`` (SciPy's ``hypergeom(ngood + nbad, ngood,
     nsample)``): the smallest k with ``F(k) > u``, by a walk up the support from its lower bound
-    ``max(0, nsample - nbad)`` to at most ``min(ngood, nsample)``, adding ``pmf(k)`` to ``F`` at each
+    ``max(0, nsample - nbad)`` (or from ``mean - sqrt(20 nsample)`` where that is above: the mass below is
+    under 4.2e-18, Hoeffding 1963) to at most ``min(ngood, nsample)``, adding ``pmf(k)`` to ``F`` at each
     step; ``log pmf(k) = log C(ngood, k) + log C(nbad, nsample - k) - log C(ngood + nbad, nsample)``
     by ``gammaln`` (each pmf on its own, so a left tail below the smallest float does not zero the
     rest, as a ratio recursion started there would). The loop runs until no element moves: as many
-    steps as the largest draw's distance from its lower bound. A pmf's rounding is ``eps`` times the
+    steps as the largest draw's distance from its start. A pmf's rounding is ``eps`` times the
     size of the ``gammaln`` terms (``~ngood log ngood``), so ``F`` differs from SciPy's (Boost) by about
     that and a draw from SciPy's ``ppf(u)`` only for ``u`` that close to a step of ``F``."""
     good, bad, sample = (ctx.cast(v, F64) for v in p)
@@ -479,12 +480,18 @@ def _hypergeometric(ctx, u, p):
         return c.add("gammaln", [c.add("add", [x, c.scalar(1.0, F64)])])
 
     total = ctx.add("add", [good, bad])
-    # log C(ngood + nbad, nsample) - log(ngood!) - log(nbad!)
+    # log(ngood!) + log(nbad!) - log C(ngood + nbad, nsample): the terms of log pmf(k) free of k
     offset = ctx.add("sub", [ctx.add("add", [lgam1(ctx, good), lgam1(ctx, bad)]),
                              ctx.add("sub", [lgam1(ctx, total), ctx.add("add", [lgam1(ctx, sample),
                                                                               lgam1(ctx, ctx.add("sub", [total, sample]))])])])
-    zeros_u = ctx.add("mul", [ctx.add("abs", [u]), ctx.scalar(0.0, F64)])  # u is finite: broadcasting zeros
-    low = ctx.add("add", [ctx.add("maximum", [ctx.add("sub", [sample, bad]), ctx.scalar(0.0, F64)]), zeros_u])
+    # the walk starts at max(support bound, floor(mean - sqrt(20 nsample))): Hoeffding's bound (1963,
+    # section 6, sampling without replacement) P(X <= mean - t) <= exp(-2 t^2 / nsample) puts at most
+    # exp(-40) = 4.2e-18 of mass below it, under the rounding of F (and of u's 2^-53 grid)
+    mean = ctx.add("div", [ctx.add("mul", [sample, good]), total])
+    skip = ctx.add("floor", [ctx.add("sub", [mean, ctx.add("sqrt", [ctx.add("mul", [sample, ctx.scalar(20.0, F64)])])])])
+    bound = ctx.add("maximum", [ctx.add("sub", [sample, bad]), ctx.scalar(0.0, F64)])
+    start = ctx.add("maximum", [bound, ctx.add("where", [ctx.add("isnan", [skip]), bound, skip])])
+    low = ctx.add("add", [start, zeros_like(ctx, u)])  # u's shape
     high = ctx.add("minimum", [good, sample])
 
     def pmf(c, k, q):
@@ -547,8 +554,7 @@ def _multinomial(ctx, noise, p):
         return [c.add("sub", [rem_, drawn]), c.add("add", [mass, p_j]),
                 c.add("where", [at_j, c.add("unsqueeze", [drawn], {"axes": [drawn.rank]}), counts_])]
 
-    mass0 = ctx.add("mul", [rem, ctx.scalar(0.0, F64)])
-    rem, _, counts = run_steps(ctx, steps, [rem, mass0, counts], [noise, prob, cats], step)
+    rem, _, counts = run_steps(ctx, steps, [rem, zeros_like(ctx, rem), counts], [noise, prob, cats], step)
     at_last = ctx.add("eq", [cats, ctx.add("sub", [k, ctx.scalar(1, I64)])])
     counts = ctx.add("where", [at_last, ctx.add("unsqueeze", [rem], {"axes": [rem.rank]}), counts])
     return ctx.cast(counts, I64)
@@ -586,7 +592,7 @@ def _vonmises_cdf(c, x, kappa, terms):
     sin_x, cos_x = c.add("sin", [x]), c.add("cos", [x])
     p = c.cast(terms, F64)
     px = c.add("mul", [p, x])
-    zeros = c.add("mul", [x, c.scalar(0.0, F64)])
+    zeros = zeros_like(c, x)
 
     def step(b, j, carried, invariant):
         sn, cn, r, v = carried
@@ -614,10 +620,11 @@ def _vonmises(ctx, u, p):
     whose number of uniforms is unbounded; kappa = 0 gives the uniform law on [-pi, pi]."""
     mu, kappa = (ctx.cast(v, F64) for v in p)
     u = ctx.cast(u, F64)
-    kappa = ctx.add("add", [kappa, ctx.add("mul", [u, ctx.scalar(0.0, F64)])])  # u's shape (u is finite)
+    zeros = zeros_like(ctx, u)
+    kappa = ctx.add("add", [kappa, zeros])  # u's shape
     terms = _vonmises_terms(ctx, kappa)
-    lo = ctx.add("add", [ctx.add("mul", [u, ctx.scalar(0.0, F64)]), ctx.scalar(-np.pi, F64)])
-    hi = ctx.add("add", [ctx.add("mul", [u, ctx.scalar(0.0, F64)]), ctx.scalar(np.pi, F64)])
+    lo = ctx.add("add", [zeros, ctx.scalar(-np.pi, F64)])
+    hi = ctx.add("add", [zeros, ctx.scalar(np.pi, F64)])
 
     def bisect(b, j, carried, invariant):
         lo_, hi_ = carried

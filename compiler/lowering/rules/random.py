@@ -38,7 +38,8 @@ sort keys for permutation and choice without replacement (the noise has an
 axis of the population's size, float64 for any draw dtype).
 
 Continuous draws compute in their own dtype (float32 or float64, the noise
-has it too); discrete ones use float64 noise. Parameter values are not
+has it too; vonmises bisects in float64 and rounds last); discrete ones, and
+the sort keys of permutation and choice, use float64 noise. Parameter values are not
 checked (PyTensor raises on a negative scale; the model returns what the
 formula gives); parameter shapes are: with ``size`` given, a draw whose
 parameters may have a dim that is neither 1 nor ``size``'s is reshaped to

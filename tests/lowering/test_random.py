@@ -189,12 +189,6 @@ def test_no_policy_is_unsupported_and_names_the_option():
         compile_to_onnx([], outputs=[x])
 
 
-def test_other_distributions_are_unsupported_with_the_reason():
-    x = pt.random.hypergeometric(5, 3, 4, size=(3,), rng=_rng())
-    with pytest.raises(UnsupportedOpsError, match="no exact transform of uniform or normal noise"):
-        compile_to_onnx([], outputs=[x], random="onnx")
-
-
 def test_generator_as_output_is_unsupported():
     x = pt.random.normal(size=(3,), rng=_rng())
     with pytest.raises(UnsupportedOpsError, match="random generator has no ONNX value"):

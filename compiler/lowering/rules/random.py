@@ -29,13 +29,17 @@ comes from is the policy:
 The transforms (``random_transforms.py``, ``TRANSFORMS``) are exact in
 distribution: closed-form quantiles, quantiles through the special
 functions (gamma, beta, Student's t, ...), a search for the discrete
-quantile (poisson, binomial, negative binomial), several uniforms per draw
-element (wald, beta_binomial, dirichlet: the noise gets a trailing axis of
-that length) and ``mean + L z`` for the multivariate normal (the noise has
-the draw's core dim).
+quantile (poisson, binomial, negative binomial, hypergeometric), several
+uniforms per draw element (wald, beta_binomial, dirichlet: the noise gets a
+trailing axis of that length), ``mean + L z`` for the multivariate normal
+(the noise has the draw's core dim), sequential binomials for the
+multinomial (``k - 1`` uniforms), a bisected inverse CDF for vonmises and
+sort keys for permutation and choice without replacement (the noise has an
+axis of the population's size, float64 for any draw dtype).
 
 Continuous draws compute in their own dtype (float32 or float64, the noise
-has it too); discrete ones use float64 noise. Parameter values are not
+has it too; vonmises bisects in float64 and rounds last); discrete ones, and
+the sort keys of permutation and choice, use float64 noise. Parameter values are not
 checked (PyTensor raises on a negative scale; the model returns what the
 formula gives); parameter shapes are: with ``size`` given, a draw whose
 parameters may have a dim that is neither 1 nor ``size``'s is reshaped to
@@ -48,6 +52,8 @@ exported). Other distributions are unsupported, with the reason.
 from __future__ import annotations
 
 import copy
+import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -130,8 +136,13 @@ def _draw(ctx: LoweringContext, op, rng, size, params, out) -> Value:
     if spec is None:
         raise Unsupported(f"random variable {op.name}: no exact transform of uniform or normal noise here "
                           f"(supported: {', '.join(sorted(SUPPORTED))})")
+    if spec.core is None:  # core ranks that follow the node's signature (permutation, choice)
+        core = tuple(op.ndims_params)
+        spec = dataclasses.replace(spec, core=core, fn=functools.partial(spec.fn, core=core),
+                                   noise_core=functools.partial(spec.noise_core, core=core,
+                                                                consts=[ctx.constant_value(p) for p in params]))
     dtype = ir_dtype(out)
-    noise_dtype = dtype if dtype.is_float else F64
+    noise_dtype = dtype if dtype.is_float and not spec.float64_noise else F64
     if noise_dtype not in (F32, F64):
         raise Unsupported(f"random variable {op.name} of dtype {dtype} (float32 and float64 draws only)")
     args = [ctx.get(p) for p in params]
@@ -187,7 +198,11 @@ def _known_dims(ctx: LoweringContext, size, args: list[Value], spec: Transform, 
     known = tuple(s if s is not None else d for s, d in zip(batch_static, dims))
     if n_core:
         core = static[-1] if static[-1] is not None else args[spec.core_dim_of].shape[-1]
+        if spec.noise_core_less:
+            core = max(core - spec.noise_core_less, 0) if isinstance(core, int) else None
         known += (core,)
+    if spec.noise_core is not None:
+        known += (spec.noise_core(ctx, args)[0],)
     return known + ((spec.uniforms,) if spec.uniforms > 1 else ())
 
 
@@ -225,7 +240,12 @@ def _draw_shape(ctx: LoweringContext, size, args: list[Value], spec: Transform) 
         for s, r in shapes[1:]:
             result, rank = _broadcast_shapes(ctx, result, rank, s, r), max(rank, r)
     if spec.core_dim_of is not None:
-        result = ctx.add("concat", [result, _core_dims(ctx, args, spec)], {"axis": 0})
+        core = _core_dims(ctx, args, spec)
+        if spec.noise_core_less:
+            core = ctx.add("maximum", [ctx.add("sub", [core, ctx.i64([spec.noise_core_less])]), ctx.i64([0])])
+        result = ctx.add("concat", [result, core], {"axis": 0})
+    if spec.noise_core is not None:
+        result = ctx.add("concat", [result, spec.noise_core(ctx, args)[1]], {"axis": 0})
     if spec.uniforms > 1:
         result = ctx.add("concat", [result, ctx.i64([spec.uniforms])], {"axis": 0})
     return result

@@ -34,12 +34,25 @@ and PyTensor's agree in distribution, never value by value.
 - **multivariate normal**: ``mean + L z`` with ``L`` the lower Cholesky
   factor of ``cov`` (every ``method``: the law is the same; a covariance
   that is not positive definite gives NaN draws where NumPy's "svd" and
-  "eigh" methods still draw).
+  "eigh" methods still draw);
+- **hypergeometric**: the smallest k with ``F(k) > u``, walking up from the
+  lower support bound and adding pmfs by ``gammaln`` (``_hypergeometric``);
+- **multinomial**: sequential conditional binomials from ``k - 1``
+  uniforms (``_multinomial``: ``noise_core_less``), the last count the
+  remainder;
+- **vonmises**: the inverse CDF by bisection on Hill's (1977) series, one
+  uniform a draw (NumPy's Best-Fisher rejection sampler would take an
+  unbounded number, which ``random="inputs"`` cannot feed), wrapped around
+  ``mu`` into [-pi, pi] as NumPy;
+- **permutation, choice without replacement**: one uniform per item of the
+  population (``noise_core``) as a sort key: the decreasing order of the
+  keys ``u`` (uniform) or ``log(u) / p`` (Efraimidis & Spirakis 2006,
+  successive sampling proportional to ``p``); core ranks from the node's
+  signature (``core=None``).
 
 Parameter values are not checked (as documented in ``random.py``).
-Distributions without an entry (vonmises, hypergeometric, multinomial,
-permutation, choice without replacement) are unsupported: their samplers
-are rejection or sequential algorithms without a fixed transform here.
+Distributions without an entry are unsupported; so is a permutation of an
+array with batch dims (``_take_population``).
 """
 
 from __future__ import annotations
@@ -52,7 +65,10 @@ from pytensor.tensor.random import basic as rb
 
 from compiler.lowering.bodies import Body
 from compiler.lowering.context import LoweringContext
+from compiler.lowering.errors import Unsupported
 from compiler.lowering.rules.decompositions import cholesky
+from compiler.lowering.rules.indexing import dim_of, int64_value
+from compiler.lowering.rules.matrix_loops import positions, run_steps, zeros_like
 from ir import DType, TensorType, Value
 
 F64, I64 = DType.FLOAT64, DType.INT64
@@ -68,18 +84,30 @@ class Transform:
     Attributes:
         noise: ``NORMAL`` (standard normal) or ``UNIFORM`` (U[0, 1)).
         fn: ``(ctx, noise, params) -> draw``.
-        core: the core rank of each parameter (PyTensor's signature).
+        core: the core rank of each parameter (PyTensor's signature);
+            None where it follows the node's signature (``op.ndims_params``).
         uniforms: noise values per draw element; above 1, the noise has a
             trailing axis of that length.
         core_dim_of: for a multivariate draw (one core dim), the parameter
             whose last dim is the draw's core dim; None for scalar draws.
+        noise_core_less: the noise's core dim is the draw's less this
+            (multinomial: ``k - 1`` uniforms for ``k`` counts).
+        noise_core: ``(ctx, params) -> (static length or None, i64[1]
+            value)``: a noise core axis of that length, for a draw whose
+            noise is one uniform per item of a population (permutation,
+            choice without replacement).
+        float64_noise: float64 noise even for a float32 draw (sort keys:
+            float32 uniforms would tie too often).
     """
 
     noise: str
     fn: Callable[[LoweringContext, Value, list], Value]
-    core: tuple
+    core: tuple | None
     uniforms: int = 1
     core_dim_of: int | None = None
+    noise_core_less: int = 0
+    noise_core: Callable[[LoweringContext, list], tuple] | None = None
+    float64_noise: bool = False
 
 
 def _k(ctx, x: Value, c) -> Value:
@@ -435,6 +463,258 @@ def _beta_binomial(ctx, noise, p):
     return _binomial_from(ctx, u2, n, prob)
 
 
+def _hypergeometric(ctx, u, p):
+    """NumPy's ``hypergeometric(ngood, nbad, nsample)`` (SciPy's ``hypergeom(ngood + nbad, ngood,
+    nsample)``): the smallest k with ``F(k) > u``, by a walk up the support from its lower bound
+    ``max(0, nsample - nbad)`` (or from ``mean - sqrt(20 nsample)`` where that is above: the mass below is
+    under 4.2e-18, Hoeffding 1963) to at most ``min(ngood, nsample)``, adding ``pmf(k)`` to ``F`` at each
+    step; ``log pmf(k) = log C(ngood, k) + log C(nbad, nsample - k) - log C(ngood + nbad, nsample)``
+    by ``gammaln`` (each pmf on its own, so a left tail below the smallest float does not zero the
+    rest, as a ratio recursion started there would). The loop runs until no element moves: as many
+    steps as the largest draw's distance from its start. A pmf's rounding is ``eps`` times the
+    size of the ``gammaln`` terms (``~ngood log ngood``), so ``F`` differs from SciPy's (Boost) by about
+    that and a draw from SciPy's ``ppf(u)`` only for ``u`` that close to a step of ``F``."""
+    good, bad, sample = (ctx.cast(v, F64) for v in p)
+
+    def lgam1(c, x):
+        return c.add("gammaln", [c.add("add", [x, c.scalar(1.0, F64)])])
+
+    total = ctx.add("add", [good, bad])
+    # log(ngood!) + log(nbad!) - log C(ngood + nbad, nsample): the terms of log pmf(k) free of k
+    offset = ctx.add("sub", [ctx.add("add", [lgam1(ctx, good), lgam1(ctx, bad)]),
+                             ctx.add("sub", [lgam1(ctx, total), ctx.add("add", [lgam1(ctx, sample),
+                                                                              lgam1(ctx, ctx.add("sub", [total, sample]))])])])
+    # the walk starts at max(support bound, floor(mean - sqrt(20 nsample))): Hoeffding's bound (1963,
+    # section 6, sampling without replacement) P(X <= mean - t) <= exp(-2 t^2 / nsample) puts at most
+    # exp(-40) = 4.2e-18 of mass below it, under the rounding of F (and of u's 2^-53 grid)
+    mean = ctx.add("div", [ctx.add("mul", [sample, good]), total])
+    skip = ctx.add("floor", [ctx.add("sub", [mean, ctx.add("sqrt", [ctx.add("mul", [sample, ctx.scalar(20.0, F64)])])])])
+    bound = ctx.add("maximum", [ctx.add("sub", [sample, bad]), ctx.scalar(0.0, F64)])
+    start = ctx.add("maximum", [bound, ctx.add("where", [ctx.add("isnan", [skip]), bound, skip])])
+    low = ctx.add("add", [start, zeros_like(ctx, u)])  # u's shape
+    high = ctx.add("minimum", [good, sample])
+
+    def pmf(c, k, q):
+        g, b_, s_, off = q
+        terms = c.add("add", [c.add("add", [lgam1(c, k), lgam1(c, c.add("sub", [g, k]))]),
+                              c.add("add", [lgam1(c, c.add("sub", [s_, k])),
+                                            lgam1(c, c.add("add", [c.add("sub", [b_, s_]), k]))])])
+        return c.add("exp", [c.add("sub", [off, terms])])
+
+    params = [good, bad, sample, offset]
+    body = Body(ctx, "quantile")
+    b = body.ctx
+    body.input(TensorType(I64, ()), "i")
+    k, f = body.input(low.type, "k"), body.input(low.type, "f")
+    inner_u, inner_high = body.input(u.type, "u"), body.input(high.type, "high")
+    inner = [body.input(v.type, f"p{i}") for i, v in enumerate(params)]
+    up = b.add("and", [b.add("le", [f, inner_u]), b.add("lt", [k, inner_high])])
+    k_next = b.add("add", [k, b.cast(up, F64)])
+    f_next = b.add("add", [f, b.add("where", [up, pmf(b, k_next, inner), b.scalar(0.0, F64)])])
+    moved = b.add("reduce_any", [up], {"axes": (), "keepdims": False})
+    graph = body.finish([moved, k_next, f_next])
+    loop = ctx.graph.create_node("loop", [ctx.scalar(SEARCH_STEPS, I64), low, pmf(ctx, low, params), u, high,
+                                          *params], {"num_carried": 2, "has_condition": True},
+                                 subgraphs={"body": graph})
+    loop.origins = ctx.origins
+    ctx.graph.append(loop)
+    return ctx.cast(loop.outputs[0], I64)
+
+
+def _multinomial(ctx, noise, p):
+    """NumPy's ``multinomial(n, p)``: sequential conditional binomials over the categories,
+    ``n_i ~ Binomial(n - sum_{j<i} n_j, p_i / (1 - sum_{j<i} p_j))`` from uniform ``u_i`` (the quantile
+    search ``_binomial_from``; the ratio clipped to [0, 1] as the mass left rounds), ``i < k - 1``; the
+    last count is the remainder (NumPy's ``random_multinomial``: ``p[-1]`` is not read). Counts are
+    exact integers in float64 (below 2**53). ``noise`` is ``(..., k - 1)``; a loop over the categories."""
+    n, prob = p
+    n, prob = ctx.cast(n, F64), ctx.cast(prob, F64)
+    last = prob.rank - 1
+    k = int64_value(ctx, dim_of(ctx, prob, last))
+    batch = ctx.add("slice", [ctx.add("shape", [noise]), ctx.i64([0]), ctx.i64([noise.rank - 1]), ctx.i64([1])],
+                    {"axes": [0]})
+    rem = ctx.add("expand", [n, batch])
+    counts = ctx.add("expand", [ctx.scalar(0.0, F64), ctx.add("concat", [batch, ctx.add("unsqueeze", [k], {"axes": [0]})],
+                                                               {"axis": 0})])
+    cats = positions(ctx, prob, last)
+    steps = ctx.add("maximum", [ctx.add("sub", [k, ctx.scalar(1, I64)]), ctx.scalar(0, I64)])
+
+    def step(c, j, carried, invariant):
+        rem_, mass, counts_ = carried
+        noise_, prob_, cats_ = invariant
+        zero = c.scalar(0.0, F64)
+        jj = c.add("unsqueeze", [j], {"axes": [0]})
+        u_j = c.add("squeeze", [c.add("gather", [noise_, jj], {"axis": noise_.rank - 1})], {"axes": [noise_.rank - 1]})
+        p_j = c.add("squeeze", [c.add("gather", [prob_, jj], {"axis": prob_.rank - 1})], {"axes": [prob_.rank - 1]})
+        left = c.add("sub", [c.scalar(1.0, F64), mass])
+        ratio = c.add("where", [c.add("le", [p_j, zero]), zero,
+                                c.add("where", [c.add("ge", [p_j, left]), c.scalar(1.0, F64), c.add("div", [p_j, left])])])
+        drawn = c.cast(_binomial_from(c, u_j, rem_, ratio), F64)
+        at_j = c.add("eq", [cats_, j])
+        return [c.add("sub", [rem_, drawn]), c.add("add", [mass, p_j]),
+                c.add("where", [at_j, c.add("unsqueeze", [drawn], {"axes": [drawn.rank]}), counts_])]
+
+    rem, _, counts = run_steps(ctx, steps, [rem, zeros_like(ctx, rem), counts], [noise, prob, cats], step)
+    at_last = ctx.add("eq", [cats, ctx.add("sub", [k, ctx.scalar(1, I64)])])
+    counts = ctx.add("where", [at_last, ctx.add("unsqueeze", [rem], {"axes": [rem.rank]}), counts])
+    return ctx.cast(counts, I64)
+
+
+# bisection steps of the von Mises quantile: [-pi, pi] halved 64 times is 3.4e-19 wide, below float64's
+# resolution of every quantile but those within 1e-19 of 0
+VONMISES_BISECTIONS = 64
+
+
+def _vonmises_terms(ctx, kappa):
+    """The number of terms of the von Mises CDF series, ``ceil(28 + 10 sqrt(kappa))`` for the largest
+    ``kappa`` (an int64 scalar): past it ``I_n(kappa) / I_0(kappa) < 1e-17`` (checked against SciPy's
+    ``ive`` for kappa from 1 to 1e5; the ratio falls like ``exp(-n^2 / (2 kappa))``); it exceeds Hill's
+    ``ceil(28 + kappa / 2 - 100 / (kappa + 5))`` (SciPy's, for kappa < 50) at every kappa below 50."""
+    k = ctx.add("reduce_max", [ctx.add("reshape", [kappa, ctx.i64([-1])])], {"axes": (), "keepdims": False})
+    # a NaN kappa counts as 0, an infinite one as 1e8 (100,028 terms, so the trip count stays finite; the
+    # draws of an infinite kappa are unspecified: the recurrence is 1 / (0 + R) there)
+    k = ctx.add("clip", [ctx.add("where", [ctx.add("isnan", [k]), ctx.scalar(0.0, F64), k]), ctx.scalar(0.0, F64),
+                         ctx.scalar(1e8, F64)])
+    t = ctx.add("ceil", [ctx.add("add", [ctx.scalar(28.0, F64), ctx.add("mul", [ctx.scalar(10.0, F64),
+                                                                              ctx.add("sqrt", [k])])])])
+    return ctx.cast(t, I64)
+
+
+def _vonmises_cdf(c, x, kappa, terms):
+    """The von Mises(0, kappa) CDF on ``[-pi, pi]`` (float64, ``x`` and ``kappa`` of one shape):
+    ``1/2 + x / (2 pi) + sum_n I_n(kappa) sin(n x) / (n pi I_0(kappa))`` by Hill's backward recurrence
+    (G. W. Hill, "Algorithm 518: Incomplete Bessel function I0. The von Mises distribution", ACM TOMS 3
+    (1977) 279-284; SciPy's ``von_mises_cdf_series``): ``R_n = 1 / (2n / kappa + R_{n+1})`` is
+    ``I_n / I_{n-1}`` (a continued fraction) and ``sin(n x), cos(n x)`` run down by the angle-difference
+    formulas, from ``n = terms - 1``. SciPy switches to a normal approximation at kappa >= 50 (error
+    ~1e-6 there); the series is kept at every kappa here (``_vonmises_terms`` terms), exact to an
+    absolute ``~terms * eps``. Clipped to [0, 1]."""
+    sin_x, cos_x = c.add("sin", [x]), c.add("cos", [x])
+    p = c.cast(terms, F64)
+    px = c.add("mul", [p, x])
+    zeros = zeros_like(c, x)
+
+    def step(b, j, carried, invariant):
+        sn, cn, r, v = carried
+        s_, co, kap, p_ = invariant
+        n = b.add("sub", [b.add("sub", [p_, b.scalar(1.0, F64)]), b.cast(j, F64)])
+        sn2 = b.add("sub", [b.add("mul", [sn, co]), b.add("mul", [cn, s_])])
+        cn2 = b.add("add", [b.add("mul", [cn, co]), b.add("mul", [sn, s_])])
+        r2 = b.add("reciprocal", [b.add("add", [b.add("div", [b.add("add", [n, n]), kap]), r])])
+        return [sn2, cn2, r2, b.add("mul", [r2, b.add("add", [b.add("div", [sn2, n]), v])])]
+
+    count = c.add("maximum", [c.add("sub", [terms, c.scalar(1, I64)]), c.scalar(0, I64)])
+    *_, v = run_steps(c, count, [c.add("sin", [px]), c.add("cos", [px]), zeros, zeros],
+                      [sin_x, cos_x, kappa, p], step)
+    f = c.add("add", [c.add("add", [c.scalar(0.5, F64), c.add("mul", [x, c.scalar(1 / (2 * np.pi), F64)])]),
+                      c.add("mul", [v, c.scalar(1 / np.pi, F64)])])
+    return c.add("clip", [f, c.scalar(0.0, F64), c.scalar(1.0, F64)])
+
+
+def _vonmises(ctx, u, p):
+    """NumPy's ``vonmises(mu, kappa)``: the quantile ``x`` of ``u`` of von Mises(0, kappa) on
+    ``[-pi, pi]`` by bisection on ``_vonmises_cdf`` (``VONMISES_BISECTIONS`` steps; each evaluates
+    the series), then ``x + mu`` wrapped into ``[-pi, pi]`` as NumPy's ``random_vonmises`` does
+    (``sign(r) (fmod(|r| + pi, 2 pi) - pi)``). Computed in float64 (the draw is rounded to its dtype
+    last). One uniform a draw: an inverse CDF, not NumPy's rejection sampler (Best & Fisher 1979),
+    whose number of uniforms is unbounded; kappa = 0 gives the uniform law on [-pi, pi]."""
+    mu, kappa = (ctx.cast(v, F64) for v in p)
+    u = ctx.cast(u, F64)
+    zeros = zeros_like(ctx, u)
+    kappa = ctx.add("add", [kappa, zeros])  # u's shape
+    terms = _vonmises_terms(ctx, kappa)
+    lo = ctx.add("add", [zeros, ctx.scalar(-np.pi, F64)])
+    hi = ctx.add("add", [zeros, ctx.scalar(np.pi, F64)])
+
+    def bisect(b, j, carried, invariant):
+        lo_, hi_ = carried
+        u_, kap, terms_ = invariant
+        mid = b.add("mul", [b.add("add", [lo_, hi_]), b.scalar(0.5, F64)])
+        below = b.add("le", [_vonmises_cdf(b, mid, kap, terms_), u_])
+        return [b.add("where", [below, mid, lo_]), b.add("where", [below, hi_, mid])]
+
+    lo, hi = run_steps(ctx, ctx.scalar(VONMISES_BISECTIONS, I64), [lo, hi], [u, kappa, terms], bisect)
+    x = ctx.add("add", [ctx.add("mul", [ctx.add("add", [lo, hi]), ctx.scalar(0.5, F64)]), mu])
+    m = ctx.add("sub", [ctx.add("mod", [ctx.add("add", [ctx.add("abs", [x]), ctx.scalar(np.pi, F64)]),
+                                        ctx.scalar(2 * np.pi, F64)]), ctx.scalar(np.pi, F64)])
+    return ctx.add("where", [ctx.add("lt", [x, ctx.scalar(0.0, F64)]), ctx.add("neg", [m]), m])
+
+
+# -- permutations and choice without replacement: sort keys --------------------------------------------------
+def _population(ctx, params, core, consts) -> tuple:
+    """The population size of a permutation or choice: the value of a first parameter of core rank 0
+    (``arange(a)``; its first element where ``size`` batches it: the draws share one core shape), else
+    the first core axis of the array; static where the parameter's value (``consts``: PyTensor's constant
+    values of the parameters, None where not constant) or its shape is known."""
+    a = params[0]
+    batch = a.rank - core[0]
+    if core[0] == 0:
+        known = consts[0]
+        if known is not None and np.size(known):
+            return int(np.ravel(known)[0]), ctx.i64([int(np.ravel(known)[0])])
+        first = ctx.add("slice", [ctx.add("reshape", [ctx.cast(a, I64), ctx.i64([-1])]), ctx.i64([0]), ctx.i64([1]),
+                                  ctx.i64([1])], {"axes": [0]})
+        return None, first
+    n = dim_of(ctx, a, batch)
+    return (n if isinstance(n, int) else None), ctx.add("reshape", [int64_value(ctx, n), ctx.i64([1])])
+
+
+def _top_indices(ctx, keys: Value, count: Value | None) -> Value:
+    """The indices of ``keys`` (its last axis) in decreasing key order, the first ``count`` of them
+    (all when None): ``sort`` of the negated keys (stable: ties in index order)."""
+    last = keys.rank - 1
+    _, order = ctx.add_multi("sort", [ctx.add("neg", [keys])], {"axis": last})
+    if count is None:
+        return order
+    return ctx.add("slice", [order, ctx.i64([0]), ctx.add("reshape", [count, ctx.i64([1])]), ctx.i64([1])],
+                   {"axes": [last]})
+
+
+def _take_population(ctx, a: Value, n_core: int, order: Value, what: str) -> Value:
+    """The population's items at ``order``: ``order`` itself for a core-rank-0 ``a`` (``arange(a)``),
+    else ``a`` gathered along its first axis (a draw without batch dims: ``a`` of core rank only).
+
+    Raises:
+        Unsupported: an array population with batch dims."""
+    if n_core == 0:
+        return order
+    if a.rank != n_core or order.rank != 1:
+        raise Unsupported(f"{what} of an array with batch dims (size=) is not lowered: the gather of a "
+                          "batch of orders from a batch of arrays is not implemented")
+    return ctx.add("gather", [a, order], {"axis": 0})
+
+
+def _permutation(ctx, u, p, core):
+    """NumPy's ``permutation(x)``: ``arange(x)`` (a scalar ``x``) or ``x`` along its first axis in the
+    order of decreasing iid uniforms ``u`` (one per item): the ranks of iid continuous keys are a uniform
+    random permutation. Float64 keys; ties (probability ~n^2 2^-54) fall in index order."""
+    (x,) = p
+    return _take_population(ctx, x, core[0], _top_indices(ctx, u, None), "permutation")
+
+
+def _choice_without_replacement(ctx, u, p, core):
+    """NumPy's ``choice(a, size, replace=False, p)``: the items of the ``k = prod(size)`` largest keys,
+    in decreasing key order, reshaped to ``size`` (then ``a``'s other dims). Without ``p`` the key is
+    the uniform (the first k of a uniform random permutation: a uniform ordered sample); with ``p`` it
+    is ``log(u) / p_i`` (the log of ``u^(1/p_i)``; Efraimidis & Spirakis, "Weighted random sampling with
+    a reservoir", Inf. Process. Lett. 97 (2006) 181-185: the decreasing order of the keys is successive
+    sampling proportional to ``p`` among the items left, NumPy's law). An item of ``p_i = 0`` has key
+    ``-inf``: it comes after every item of positive ``p`` (NumPy raises where ``size`` exceeds their
+    number; here they fill the rest in index order)."""
+    a, *probs, core_shape = p
+    shape = ctx.cast(core_shape, I64)
+    count = ctx.add("reduce_prod", [shape], {"axes": (), "keepdims": False})  # 1 for size=() or None
+    keys = u
+    if probs:
+        keys = ctx.add("div", [ctx.add("log", [_positive(ctx, u)]), ctx.cast(probs[0], F64)])
+    picked = _take_population(ctx, a, core[0], _top_indices(ctx, keys, count), "choice without replacement")
+    batch = ctx.add("slice", [ctx.add("shape", [u]), ctx.i64([0]), ctx.i64([u.rank - 1]), ctx.i64([1])],
+                    {"axes": [0]})
+    rest = ctx.add("slice", [ctx.add("shape", [picked]), ctx.i64([u.rank]), ctx.i64([picked.rank]), ctx.i64([1])],
+                   {"axes": [0]})
+    return ctx.add("reshape", [picked, ctx.add("concat", [batch, shape, rest], {"axis": 0})])
+
+
 # PyTensor RV class -> Transform; discrete draws take float64 noise. Keyed by the exact class
 # (a subclass may reparametrize its distribution).
 TRANSFORMS = {
@@ -466,6 +746,12 @@ TRANSFORMS = {
     rb.NegBinomialRV: Transform(UNIFORM, _negative_binomial, (0, 0)),
     rb.BetaBinomialRV: Transform(UNIFORM, _beta_binomial, (0, 0, 0), uniforms=2),
     rb.CategoricalRV: Transform(UNIFORM, _categorical, (1,)),
+    rb.VonMisesRV: Transform(UNIFORM, _vonmises, (0, 0)),
+    rb.PermutationRV: Transform(UNIFORM, _permutation, None, noise_core=_population, float64_noise=True),
+    rb.ChoiceWithoutReplacement: Transform(UNIFORM, _choice_without_replacement, None, noise_core=_population,
+                                           float64_noise=True),
+    rb.HyperGeometricRV: Transform(UNIFORM, _hypergeometric, (0, 0, 0)),
+    rb.MultinomialRV: Transform(UNIFORM, _multinomial, (0, 1), core_dim_of=1, noise_core_less=1),
     rb.MvNormalRV: Transform(NORMAL, _mvnormal, (1, 2), core_dim_of=0),
     rb.DirichletRV: Transform(UNIFORM, _dirichlet, (1,), uniforms=2, core_dim_of=0),
 }

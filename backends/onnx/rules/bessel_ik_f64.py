@@ -12,9 +12,11 @@ after Boost's ``bessel_ik`` (J. Maddock, from N. Temme, "On the numerical
 evaluation of the modified Bessel function of the third kind", J. Comput.
 Phys. 19 (1975), and Numerical Recipes' ``bessik``), with nu = |v|, a = |x|:
 
-* max(nu, a) >= 1000: Debye's uniform expansions of I and K
-  (DLMF 10.41.3-4, ``bessel_debye_f64``), no loop, the reflection below
-  included;
+* max(nu, a) >= 1000, or nu >= 50 with a >= nu / 4 or v not an integer:
+  Debye's uniform expansions of I and K (DLMF 10.41.3-4,
+  ``bessel_debye_f64``), no loop, the reflection below included in log
+  space (the K recurrence's K_nu e^a overflows where I_nu or I_-nu is still
+  finite or underflows to 0);
 * a < nu / 4: the power series ``(a/2)^nu / Gamma(nu+1) sum (a^2/4)^k /
   (k! (nu+1)_k)`` (all terms positive; Boost's ``bessel_i_small_z_series``);
 * a > 100 and ``((4 nu^2 + 10) / (8 a))^4 / 24 < 10 eps``: three terms of the
@@ -275,7 +277,11 @@ def ive(c, v, x):
     asymptotic = c.op("And", c.op("Greater", a, k(c, 100.0)),
                       c.op("Less", div(c, mul(c, nu_sq, nu_sq, nu_sq, nu_sq), k(c, 24.0)), k(c, 10 * EPS)))
     series = c.op("And", c.op("Less", a, mul(c, nu, k(c, 0.25))), c.op("Not", asymptotic))
-    use_debye = c.op("And", valid, takes_debye(c, nu, a))
+    # from order 50 up also outside the series' region and for negative non-integer orders: the Wronskian's
+    # K_nu e^a (and the reflection's) overflows before it is divided out where ive is tiny (NaN before)
+    reflected_large = c.op("And", c.op("Or", negative_fraction, c.op("Not", series)),
+                           c.op("GreaterOrEqual", nu, k(c, 50.0)))
+    use_debye = c.op("And", valid, c.op("Or", takes_debye(c, nu, a), reflected_large))
     plain = c.op("And", c.op("And", valid, c.op("Not", use_debye)), c.op("Not", negative_fraction))
     use_series = c.op("And", plain, series)
     use_asymptotic = c.op("And", plain, asymptotic)

@@ -12,6 +12,11 @@ after Boost's ``bessel_ik`` (J. Maddock, from N. Temme, "On the numerical
 evaluation of the modified Bessel function of the third kind", J. Comput.
 Phys. 19 (1975), and Numerical Recipes' ``bessik``), with nu = |v|, a = |x|:
 
+* max(nu, a) >= 1000, or nu >= 50 with a >= nu / 4 or v not an integer:
+  Debye's uniform expansions of I and K (DLMF 10.41.3-4,
+  ``bessel_debye_f64``), no loop, the reflection below included in log
+  space (the K recurrence's K_nu e^a overflows where I_nu or I_-nu is still
+  finite or underflows to 0);
 * a < nu / 4: the power series ``(a/2)^nu / Gamma(nu+1) sum (a^2/4)^k /
   (k! (nu+1)_k)`` (all terms positive; Boost's ``bessel_i_small_z_series``);
 * a > 100 and ``((4 nu^2 + 10) / (8 a))^4 / 24 < 10 eps``: three terms of the
@@ -29,8 +34,8 @@ Phys. 19 (1975), and Numerical Recipes' ``bessik``), with nu = |v|, a = |x|:
   x = 0: 1 for v = 0, 0 for v > 0 or a negative integer, NaN otherwise.
 
 Each series or fraction is an ONNX ``Loop`` on its own elements
-(``iterative_f64.converge``): NaN where CF1 needs over ``CF1_STEPS`` steps
-(a >~ 3e4 with nu >~ 3) or the recurrence over ``RECURRENCE_STEPS`` (nu > 2000).
+(``iterative_f64.converge``); outside Debye's region they run at most ~500
+(CF1: ~a/2) and ~1000 (the K recurrence: nu) steps.
 
 Measured against mpmath: ``tests/numerics/test_bessel_i.py`` (its docstring
 states the bounds per domain).
@@ -42,6 +47,7 @@ import math
 
 import numpy as np
 
+from backends.onnx.rules.bessel_debye_f64 import ive_debye, kve_debye, takes_debye
 from backends.onnx.rules.common import I64
 from backends.onnx.rules.iterative_f64 import converge, flat_args, on_subset
 from backends.onnx.rules.special_f64 import (add, div, gamma_positive, is_integer, k, lgamma_positive, mul, poly,
@@ -271,14 +277,21 @@ def ive(c, v, x):
     asymptotic = c.op("And", c.op("Greater", a, k(c, 100.0)),
                       c.op("Less", div(c, mul(c, nu_sq, nu_sq, nu_sq, nu_sq), k(c, 24.0)), k(c, 10 * EPS)))
     series = c.op("And", c.op("Less", a, mul(c, nu, k(c, 0.25))), c.op("Not", asymptotic))
-    plain = c.op("And", valid, c.op("Not", negative_fraction))
+    # from order 50 up also outside the series' region and for negative non-integer orders: the Wronskian's
+    # K_nu e^a (and the reflection's) overflows before it is divided out where ive is tiny (NaN before)
+    reflected_large = c.op("And", c.op("Or", negative_fraction, c.op("Not", series)),
+                           c.op("GreaterOrEqual", nu, k(c, 50.0)))
+    use_debye = c.op("And", valid, c.op("Or", takes_debye(c, nu, a), reflected_large))
+    plain = c.op("And", c.op("And", valid, c.op("Not", use_debye)), c.op("Not", negative_fraction))
     use_series = c.op("And", plain, series)
     use_asymptotic = c.op("And", plain, asymptotic)
-    use_temme = c.op("And", valid, c.op("Not", c.op("Or", use_series, use_asymptotic)))
+    use_temme = c.op("And", c.op("And", valid, c.op("Not", use_debye)),
+                     c.op("Not", c.op("Or", use_series, use_asymptotic)))
     out = on_subset(c, use_series, [nu, a], small_series, out)
     out = on_subset(c, use_asymptotic, [nu, a], large_x, out)
     reflect = where(c, negative_fraction, k(c, 1.0), k(c, 0.0))
     out = on_subset(c, use_temme, [nu, a, reflect], temme_steed, out)
+    out = on_subset(c, use_debye, [nu, a, reflect], ive_debye, out)
     # x = 0; x < 0; infinities; NaN
     zero_value = where(c, c.op("Equal", vf, k(c, 0.0)), k(c, 1.0), where(c, negative_fraction, k(c, np.nan), k(c, 0.0)))
     out = where(c, c.op("Equal", a, k(c, 0.0)), zero_value, out)
@@ -303,14 +316,18 @@ def iv(c, v, x):
 
 
 def kve(c, v, x):
-    """``scipy.special.kve(v, x) = K_v(x) e^x`` (K_-v = K_v): ``scaled_k``;
+    """``scipy.special.kve(v, x) = K_v(x) e^x`` (K_-v = K_v): ``scaled_k``, or
+    Debye's expansion (``bessel_debye_f64``) where max(nu, x) >= 1000;
     +inf at x = 0, NaN for x < 0, the limit 0 at x = +inf (SciPy: NaN),
     NaN for an infinite order or NaN."""
     shape, (vf, xf) = flat_args(c, v, x)
     nu = c.op("Abs", vf)
     valid = c.op("And", c.op("Greater", xf, k(c, 0.0)), c.op("Not", c.op("IsInf", xf)))
     valid = c.op("And", valid, c.op("Not", c.op("Or", c.op("IsInf", nu), c.op("IsNaN", nu))))  # no NaN in a Loop
-    out = on_subset(c, valid, [nu, xf], lambda c, nu, a: scaled_k(c, nu, a)[0], mul(c, xf, k(c, 0.0)))
+    use_debye = c.op("And", valid, takes_debye(c, nu, xf))
+    use_temme = c.op("And", valid, c.op("Not", use_debye))
+    out = on_subset(c, use_temme, [nu, xf], lambda c, nu, a: scaled_k(c, nu, a)[0], mul(c, xf, k(c, 0.0)))
+    out = on_subset(c, use_debye, [nu, xf], kve_debye, out)
     out = where(c, c.op("Equal", xf, k(c, 0.0)), k(c, np.inf), where(c, c.op("IsInf", xf), k(c, 0.0), out))
     bad = c.op("Or", c.op("Less", xf, k(c, 0.0)), c.op("Or", c.op("IsInf", nu), c.op("IsNaN", vf)))
     out = where(c, c.op("Or", bad, c.op("IsNaN", xf)), k(c, np.nan), out)

@@ -45,11 +45,15 @@ def asymptotic_region(c, a, b, x):
     return c.op("And", c.op("Greater", small, k(c, 100.0)), c.op("LessOrEqual", lam, mul(c, k(c, 0.03), small)))
 
 
-def basym(c, a, b, x):
+def basym(c, a, b, x, y):
     """I_x(a, b) for 1-D float64 ``a``, ``b``, ``x`` with x <= a / (a + b) in
-    ``asymptotic_region`` (TOMS 708 BASYM with lambda = a - (a + b) x)."""
+    ``asymptotic_region`` and ``y = 1 - x`` (the smaller of x, y exact, the
+    other its rounded complement): TOMS 708 BASYM with lambda as ``bratio``
+    forms it, ``a - (a + b) x`` where a <= b and ``(a + b) y - b`` where
+    a > b, so its rounding is eps min(a, b), not eps max(a, b)."""
     e0, e1 = 2.0 / math.sqrt(math.pi), 2.0 ** -1.5
-    lam = c.op("Max", sub(c, a, mul(c, add(c, a, b), x)), k(c, 0.0))
+    lam = where(c, c.op("LessOrEqual", a, b), sub(c, a, mul(c, add(c, a, b), x)), sub(c, mul(c, add(c, a, b), y), b))
+    lam = c.op("Max", lam, k(c, 0.0))
     a_small = c.op("Less", a, b)
     h = where(c, a_small, div(c, a, b), div(c, b, a))
     r0 = div(c, k(c, 1.0), add(c, h, k(c, 1.0)))

@@ -78,15 +78,36 @@ def lbeta(c, a, b):
     return add(c, lgamma_positive(c, s), where(c, stirling, difference, plain))
 
 
-def _prefactor(c, a, b, x, xc, w):
-    """``x^a xc^b w / (a B(a, b))`` (Cephes ``incbet``'s ``done`` factor; 0 below e^MINLOG)."""
-    log_xa, log_xcb = mul(c, a, c.op("Log", x)), mul(c, b, c.op("Log", xc))
+def complement_logs(c, x, xc):
+    """``(log x, log xc)`` for complementary ``x + xc = 1`` of which the smaller
+    is exact (the caller's input, or 1 minus an input >= 1/2, exact by
+    Sterbenz) and the larger its rounded complement: the larger one's log
+    is ``log1p(-smaller)``, so a tiny x keeps ``b log(1 - x)`` to a few ulp
+    where ``log(1 - x)`` of the rounded ``1 - x`` would be off by
+    ``eps / x`` relative (4e-8 at x = 3e-9, and then times b)."""
+    x_smaller = c.op("LessOrEqual", x, xc)
+    log_x = where(c, x_smaller, c.op("Log", x), log1p(c, c.op("Neg", xc), F64))
+    log_xc = where(c, x_smaller, log1p(c, c.op("Neg", x), F64), c.op("Log", xc))
+    return log_x, log_xc
+
+
+def _prefactor(c, a, b, x, xc, w, series=False):
+    """``x^a xc^b w / (a B(a, b))`` (Cephes ``incbet``'s ``done`` factor; 0
+    below e^MINLOG), x and xc as ``complement_logs`` takes them; the power
+    series' factor ``x^a w / (a B(a, b))`` where ``series``."""
+    log_x, log_xc = complement_logs(c, x, xc)
+    log_xa = mul(c, a, log_x)
+    log_xcb = mul(c, b, log_xc) if not series else mul(c, b, k(c, 0.0))
     direct = lt(c, add(c, a, b), MAXGAM)
     safe_a = where(c, direct, a, k(c, 1.0))
     safe_b = where(c, direct, b, k(c, 1.0))
     inv_beta = div(c, gamma_positive(c, add(c, safe_a, safe_b)),
                    mul(c, gamma_positive(c, safe_a), gamma_positive(c, safe_b)))
-    small = mul(c, c.op("Pow", xc, b), c.op("Pow", x, a), div(c, w, a), inv_beta)
+    # the powers where a + b < 171.6: pow of the exact smaller one, the larger's through its log1p
+    x_smaller = c.op("LessOrEqual", x, xc)
+    power_x = where(c, x_smaller, c.op("Pow", x, a), c.op("Exp", log_xa))
+    power_xc = where(c, x_smaller, c.op("Exp", log_xcb), c.op("Pow", xc, b)) if not series else k(c, 1.0)
+    small = mul(c, power_xc, power_x, div(c, w, a), inv_beta)
     logs = add(c, log_xa, log_xcb, c.op("Neg", lbeta(c, a, b)),
                c.op("Log", div(c, w, a)))
     large = where(c, lt(c, logs, MINLOG), k(c, 0.0), c.op("Exp", logs))
@@ -99,8 +120,9 @@ def _prefactor(c, a, b, x, xc, w):
     return where(c, ok, small, large)
 
 
-def pseries(c, a, b, x):
-    """I_x(a, b) by the power series (Cephes ``pseries``), for b x <= 1, x <= 0.95."""
+def pseries(c, a, b, x, xc):
+    """I_x(a, b) by the power series (Cephes ``pseries``), for b x <= 1, x <= 0.95
+    (xc = 1 - x as ``complement_logs`` takes them)."""
     def step(c, n, t, s):
         t = mul(c, t, div(c, mul(c, sub(c, n, b), x), n))
         v = div(c, t, add(c, a, n))
@@ -113,8 +135,7 @@ def pseries(c, a, b, x):
     _, _, s = converge(c, [two, u, mul(c, a, k(c, 0.0))], step, MAX_SERIES_STEPS, "incbet_series",
                        skip=c.op("Not", running))
     s = add(c, s, t1, div(c, k(c, 1.0), a))
-    one = add(c, mul(c, a, k(c, 0.0)), k(c, 1.0))  # the series has no (1-x)^b factor
-    return _prefactor(c, a, b, x, one, mul(c, s, a))
+    return _prefactor(c, a, b, x, xc, mul(c, s, a), series=True)
 
 
 def _fraction(c, z, ks, name):
@@ -154,22 +175,22 @@ def incbcf(c, a, b, x):
                             sub(c, b, one), add(c, a, one), add(c, a, k(c, 2.0))], "incbcf")
 
 
-def incbd(c, a, b, x):
-    """Cephes ``incbd``: the continued fraction in x / (1 - x), divided by 1 - x."""
+def incbd(c, a, b, x, xc):
+    """Cephes ``incbd``: the continued fraction in x / (1 - x), divided by 1 - x
+    (xc, given: after the symmetry, 1 - x recomputed would not be the input)."""
     one = k(c, 1.0)
-    xc = sub(c, one, x)
     w = _fraction(c, div(c, x, xc), [a, sub(c, b, one), a, add(c, a, one), add(c, mul(c, a, k(c, 0.0)), one),
                                      add(c, a, b), add(c, a, one), add(c, a, k(c, 2.0))], "incbd")
     return div(c, w, xc)
 
 
-def _fraction_method(c, a, b, x):
-    """I_x(a, b) by a continued fraction, for x <= a / (a+b) (after the swap)."""
-    xc = sub(c, k(c, 1.0), x)
+def _fraction_method(c, a, b, x, xc):
+    """I_x(a, b) by a continued fraction, for x <= a / (a+b) (after the swap;
+    xc = 1 - x as ``complement_logs`` takes them)."""
     use_cf = lt(c, sub(c, mul(c, x, sub(c, add(c, a, b), k(c, 2.0))), sub(c, a, k(c, 1.0))), 0.0)
     w = c.op("Expand", k(c, np.nan), c.op("Shape", a))
     w = on_subset(c, use_cf, [a, b, x], incbcf, w)
-    w = on_subset(c, c.op("Not", use_cf), [a, b, x], incbd, w)
+    w = on_subset(c, c.op("Not", use_cf), [a, b, x, xc], incbd, w)
     return _prefactor(c, a, b, x, xc, w)
 
 
@@ -222,12 +243,12 @@ def _direct(c, a, b, x, regular, into, split_at_mean=False):
     asym = c.op("And", rest, asymptotic_region(c, a, b, x))
     flip_cf = c.op("And", flip, c.op("Not", c.op("Or", flip_series, asym)))
     plain_cf = c.op("And", rest, c.op("Not", c.op("Or", flip, asym)))
-    d = on_subset(c, series, [a, b, x], pseries, into)
-    d = on_subset(c, flip_series, [b, a, xc], pseries, d)
-    d = on_subset(c, plain_cf, [a, b, x], _fraction_method, d)
-    d = on_subset(c, flip_cf, [b, a, xc], _fraction_method, d)
+    d = on_subset(c, series, [a, b, x, xc], pseries, into)
+    d = on_subset(c, flip_series, [b, a, xc, x], pseries, d)
+    d = on_subset(c, plain_cf, [a, b, x, xc], _fraction_method, d)
+    d = on_subset(c, flip_cf, [b, a, xc, x], _fraction_method, d)
     # one subset for both sides: (b, a, 1 - x) above the mean, as for the fractions
-    swapped = [where(c, flip, b, a), where(c, flip, a, b), where(c, flip, xc, x)]
+    swapped = [where(c, flip, b, a), where(c, flip, a, b), where(c, flip, xc, x), where(c, flip, x, xc)]
     d = on_subset(c, asym, swapped, basym, d)
     return d, flip
 

@@ -132,3 +132,19 @@ def test_gradient_matches_pytensor_and_broadcasts():
     got = compile_to_onnx([a, b, y], outputs=[cost, grad]).run(av, bv, yv)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-10)
+
+
+def test_no_wrong_root_where_betainc_is_nan():
+    """Very unequal shapes (one 1e3..1e5, the other 1e6..1e9), y anywhere: each root is
+    SciPy's to 1e-10 or NaN where betainc's continued fractions do not converge
+    (docs/status.md). Before, a NaN I moved the bracket as if x were below the root:
+    betaincinv(2585, 7.4e7, 0.957) gave 2.6e-4 for 3.6e-5."""
+    rng = np.random.default_rng(3)
+    a = np.exp(rng.uniform(np.log(1e3), np.log(1e5), 1000))
+    b = np.exp(rng.uniform(np.log(1e6), np.log(1e9), 1000))
+    y = rng.uniform(0.01, 0.99, 1000)
+    a, b, y = np.append(a, 2585.4790619577784), np.append(b, 73756577.05319278), np.append(y, 0.9569192569099866)
+    got, want = _run("float64", a, b, y), sp.betaincinv(a, b, y)
+    known = ~np.isnan(got)
+    assert known.sum() > 700
+    np.testing.assert_allclose(got[known], want[known], rtol=1e-10)

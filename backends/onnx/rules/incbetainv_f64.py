@@ -88,7 +88,10 @@ def _halley(c, a, b, y, upper, lb, x0):
         size = c.op("Abs", moved)
         stalled = c.op("And", lt(c, size, 1e-7), c.op("GreaterOrEqual", size, mul(c, k(c, 0.25), c.op("Abs", prev))))
         done = c.op("Or", c.op("LessOrEqual", size, k(c, 2.0 ** -52)), c.op("And", stalled, inside))
-        return [x_new, moved, lo, hi], done
+        # I itself NaN (betainc's continued fractions did not converge): no bracket step can be trusted, NaN
+        unknown = c.op("IsNaN", f)
+        x_new = where(c, unknown, k(c, np.nan), x_new)
+        return [x_new, moved, lo, hi], c.op("Or", done, unknown)
     inf, lo, hi = (c.op("Expand", k(c, v), c.op("Shape", a)) for v in (np.inf, LOWEST_ROOT, 0.75))
     return converge(c, [x0, inf, lo, hi], step, MAX_STEPS, "betaincinv_halley")[0]
 

@@ -150,7 +150,7 @@ def test_large_shapes_near_the_mean():
 def test_a_tiny_x_beside_a_huge_shape_keeps_its_complement():
     """b log(1 - x) with x = 3e-9 and b = 1e9: the rounded 1 - x is off by eps/x
     relative (4e-8 in I before); the prefactor takes log1p of the exact smaller
-    of x and 1 - x (``complement_logs``), and BASYM's lambda TOMS 708's form.
+    of x and 1 - x (``_prefactor``), and BASYM's lambda TOMS 708's form.
     Against SciPy (Boost's ``ibeta``, checked against mpmath at the worst points):
     the module's bound, (1e-13 + 16 eps E) |I|, where the power series runs
     (b x <= 1, either side of the mean; 4e-8 relative before); the continued

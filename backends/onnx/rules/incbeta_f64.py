@@ -78,33 +78,25 @@ def lbeta(c, a, b):
     return add(c, lgamma_positive(c, s), where(c, stirling, difference, plain))
 
 
-def complement_logs(c, x, xc):
-    """``(log x, log xc)`` for complementary ``x + xc = 1`` of which the smaller
-    is exact (the caller's input, or 1 minus an input >= 1/2, exact by
-    Sterbenz) and the larger its rounded complement: the larger one's log
-    is ``log1p(-smaller)``, so a tiny x keeps ``b log(1 - x)`` to a few ulp
-    where ``log(1 - x)`` of the rounded ``1 - x`` would be off by
-    ``eps / x`` relative (4e-8 at x = 3e-9, and then times b)."""
-    x_smaller = c.op("LessOrEqual", x, xc)
-    log_x = where(c, x_smaller, c.op("Log", x), log1p(c, c.op("Neg", xc), F64))
-    log_xc = where(c, x_smaller, log1p(c, c.op("Neg", x), F64), c.op("Log", xc))
-    return log_x, log_xc
-
-
 def _prefactor(c, a, b, x, xc, w, series=False):
     """``x^a xc^b w / (a B(a, b))`` (Cephes ``incbet``'s ``done`` factor; 0
-    below e^MINLOG), x and xc as ``complement_logs`` takes them; the power
-    series' factor ``x^a w / (a B(a, b))`` where ``series``."""
-    log_x, log_xc = complement_logs(c, x, xc)
-    log_xa = mul(c, a, log_x)
-    log_xcb = mul(c, b, log_xc) if not series else mul(c, b, k(c, 0.0))
+    below e^MINLOG); the power series' factor ``x^a w / (a B(a, b))`` where
+    ``series``. ``x + xc = 1``, the smaller one exact (the caller's input, or
+    1 minus an input >= 1/2, exact by Sterbenz) and the larger its rounded
+    complement: the larger one's log is ``log1p(-smaller)``, so a tiny x keeps
+    ``b log(1 - x)`` to a few ulp where ``log`` of the rounded ``1 - x`` would
+    be off by ``eps / x`` relative (4e-8 at x = 3e-9, and then times b)."""
+    x_smaller = c.op("LessOrEqual", x, xc)
+    log_xa = mul(c, a, where(c, x_smaller, c.op("Log", x), log1p(c, c.op("Neg", xc), F64)))
+    log_xcb = k(c, 0.0)
+    if not series:
+        log_xcb = mul(c, b, where(c, x_smaller, log1p(c, c.op("Neg", x), F64), c.op("Log", xc)))
     direct = lt(c, add(c, a, b), MAXGAM)
     safe_a = where(c, direct, a, k(c, 1.0))
     safe_b = where(c, direct, b, k(c, 1.0))
     inv_beta = div(c, gamma_positive(c, add(c, safe_a, safe_b)),
                    mul(c, gamma_positive(c, safe_a), gamma_positive(c, safe_b)))
     # the powers where a + b < 171.6: pow of the exact smaller one, the larger's through its log1p
-    x_smaller = c.op("LessOrEqual", x, xc)
     power_x = where(c, x_smaller, c.op("Pow", x, a), c.op("Exp", log_xa))
     power_xc = where(c, x_smaller, c.op("Exp", log_xcb), c.op("Pow", xc, b)) if not series else k(c, 1.0)
     small = mul(c, power_xc, power_x, div(c, w, a), inv_beta)
@@ -122,7 +114,7 @@ def _prefactor(c, a, b, x, xc, w, series=False):
 
 def pseries(c, a, b, x, xc):
     """I_x(a, b) by the power series (Cephes ``pseries``), for b x <= 1, x <= 0.95
-    (xc = 1 - x as ``complement_logs`` takes them)."""
+    (xc = 1 - x as ``_prefactor`` takes them)."""
     def step(c, n, t, s):
         t = mul(c, t, div(c, mul(c, sub(c, n, b), x), n))
         v = div(c, t, add(c, a, n))
@@ -186,7 +178,7 @@ def incbd(c, a, b, x, xc):
 
 def _fraction_method(c, a, b, x, xc):
     """I_x(a, b) by a continued fraction, for x <= a / (a+b) (after the swap;
-    xc = 1 - x as ``complement_logs`` takes them)."""
+    xc = 1 - x as ``_prefactor`` takes them)."""
     use_cf = lt(c, sub(c, mul(c, x, sub(c, add(c, a, b), k(c, 2.0))), sub(c, a, k(c, 1.0))), 0.0)
     w = c.op("Expand", k(c, np.nan), c.op("Shape", a))
     w = on_subset(c, use_cf, [a, b, x], incbcf, w)

@@ -16,6 +16,10 @@ place: other modules import the name from here and never test the version.
 - ``SolveSylvester`` (the ``OpFromGraph`` of ``solve_sylvester``): in
   ``pytensor.tensor.linalg.solvers.linear_control`` in 3.0,
   ``pytensor.tensor._linalg.solve.linear_control`` in 2.38.
+- ``LUFactorTridiagonal``, ``SolveLUFactorTridiagonal`` (LAPACK ``gttrf`` /
+  ``gttrs``; ``pytensor.tensor.linalg.solvers.tridiagonal``, 3.0 only: the
+  default mode's rewrites split ``solve(a, b, assume_a="tridiagonal")`` into
+  them): None in 2.38.
 - ``SoftmaxGrad`` (2.38 only; 3.0's symbolic Softmax differentiates itself),
   ``Iv`` (2.38 only), ``XlogX``/``XlogY0`` (2.38 only; 3.0 builds xlogx from a
   switch): None where the line lacks them.
@@ -47,7 +51,9 @@ if IS_PYTENSOR_3:
     from pytensor.tensor.linalg import (LU, QR, BlockDiagonal, Cholesky, CholeskySolve, Det, Expm, LUFactor,
                                         MatrixInverse, PivotToPermutations, SLogDet, Solve, SolveTriangular)
     from pytensor.tensor.linalg.solvers.linear_control import SolveSylvester
+    from pytensor.tensor.linalg.solvers.tridiagonal import LUFactorTridiagonal, SolveLUFactorTridiagonal
 else:
+    LUFactorTridiagonal = SolveLUFactorTridiagonal = None
     from pytensor.tensor._linalg.solve.linear_control import SolveSylvester
     from pytensor.tensor.nlinalg import Det, MatrixInverse, SLogDet
     from pytensor.tensor.slinalg import (LU, QR, BlockDiagonal, Cholesky, CholeskySolve, Expm, LUFactor,
@@ -88,6 +94,6 @@ def inner_graph(op):
     return getattr(op, "fgraph", None)
 
 
-__all__ = ["BlockDiagonal", "Cholesky", "CholeskySolve", "Det", "EIGH_OPS", "Eigh", "EighGrad", "Eigvalsh", "EigvalshGrad", "Expm", "MatrixPinv", "SVD", "Schur", "IS_PYTENSOR_3", "Iv", "LU", "LUFactor",
-           "MatrixInverse", "PYTENSOR_VERSION", "PivotToPermutations", "QR", "SCAN_PREALLOC_TAG", "SLogDet", "SOFTMAX_OVER_LENGTH_ONE", "SoftmaxGrad", "Solve", "SolveSylvester", "SolveTriangular",
+__all__ = ["BlockDiagonal", "Cholesky", "CholeskySolve", "Det", "EIGH_OPS", "Eigh", "EighGrad", "Eigvalsh", "EigvalshGrad", "Expm", "MatrixPinv", "SVD", "Schur", "IS_PYTENSOR_3", "Iv", "LU", "LUFactor", "LUFactorTridiagonal",
+           "MatrixInverse", "PYTENSOR_VERSION", "PivotToPermutations", "QR", "SCAN_PREALLOC_TAG", "SLogDet", "SOFTMAX_OVER_LENGTH_ONE", "SoftmaxGrad", "Solve", "SolveLUFactorTridiagonal", "SolveSylvester", "SolveTriangular",
            "XlogX", "XlogY0", "inner_graph", "scalar_op_key"]

@@ -59,6 +59,20 @@ def _covers(batch: tuple, other: tuple) -> bool:
     return all(b == 1 or a == b for a, b in zip(batch, other))
 
 
+def broadcast_batches(ctx: LoweringContext, xs: list[Value], nb: int, core_ndims: list[int]) -> list[Value]:
+    """``xs`` (each with ``nb`` leading batch dims, then ``core_ndims[k]``
+    core dims) with their batch dims broadcast against each other, as
+    ``Blockwise`` broadcasts them (NumPy's rules; ONNX ``Expand`` is
+    bidirectional: ``expand(x, concat(batch_shape(y), 1...))`` for each other
+    input ``y`` whose batch dims could change ``x``'s)."""
+    out = list(xs)
+    for i in range(len(xs)):
+        for j in range(len(xs)):
+            if j != i and not _covers(out[i].shape[:nb], xs[j].shape[:nb]):
+                out[i] = ctx.add("expand", [out[i], _batch_shape(ctx, xs[j], nb, core_ndims[i])])
+    return out
+
+
 def lower_blockwise_loop(ctx: LoweringContext, node) -> list[Value]:
     """``Blockwise(core_op)(*inputs)`` as a ``loop`` over the flattened
     broadcast batch (module docstring); any dtype, any number of outputs.
@@ -72,12 +86,8 @@ def lower_blockwise_loop(ctx: LoweringContext, node) -> list[Value]:
     nb = node.outputs[0].type.ndim - len(op.outputs_sig[0])
     fixed = [_core_constant(ctx, v, nb) for v in node.inputs]
     looped = [k for k, f in enumerate(fixed) if f is None] or [0]
-    xs = {k: ctx.get(node.inputs[k]) for k in looped}
-    originals = dict(xs)
-    for i in looped:
-        for j in looped:
-            if j != i and not _covers(xs[i].shape[:nb], originals[j].shape[:nb]):
-                xs[i] = ctx.add("expand", [xs[i], _batch_shape(ctx, originals[j], nb, core_ndims[i])])
+    xs = dict(zip(looped, broadcast_batches(ctx, [ctx.get(node.inputs[k]) for k in looped], nb,
+                                            [core_ndims[k] for k in looped])))
     first = xs[looped[0]]
     batch = ctx.add("slice", [shape_of(ctx, first), ctx.i64([0]), ctx.i64([nb]), ctx.i64([1])], {"axes": [0]})
     count = ctx.add("reduce_prod", [batch], {"axes": [0], "keepdims": True})  # i64[1]

@@ -554,8 +554,16 @@ def static_shape(var) -> tuple:
 
 def ir_type(var, symbolic: Sequence[str | None] | None = None) -> TensorType:
     """The IR type of PyTensor variable ``var``; unknown dims take the names in
-    ``symbolic`` (or stay unknown)."""
+    ``symbolic`` (or stay unknown).
+
+    Raises:
+        Unsupported: a negative static dim (PyTensor types some outputs of
+            impossible sizes so, e.g. ``LUFactorTridiagonal``'s ``du2`` of
+            length n - 2 at n = 1).
+    """
     shape = static_shape(var)
+    if any(d is not None and d < 0 for d in shape):
+        raise Unsupported(f"PyTensor types {var} with a negative static dim ({var.type})")
     names = list(symbolic) if symbolic is not None else [None] * len(shape)
     return TensorType(ir_dtype(var), tuple(d if d is not None else n for d, n in zip(shape, names)))
 

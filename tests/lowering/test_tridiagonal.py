@@ -238,3 +238,19 @@ def test_default_mode_function_of_tridiagonal_solves(batch):
             assert g.dtype == w.dtype and g.shape == w.shape
             np.testing.assert_allclose(g[k], w[k], rtol=1e-13, atol=1e-13)
             np.testing.assert_allclose(g[k], ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_scan_solving_with_a_non_sequence():
+    """A ``Scan`` whose tridiagonal ``a`` is a non-sequence: the default mode
+    factors once outside the loop and solves inside its body."""
+    a, bs = pt.dmatrix("a"), pt.dmatrix("bs")
+    ys = pytensor.scan(lambda b, m: pt.linalg.solve(m, b, assume_a="tridiagonal"), sequences=[bs],
+                       non_sequences=[a], return_updates=False)
+    f = pytensor.function([a, bs], ys)
+    assert LUFactorTridiagonal in {type(getattr(n.op, "core_op", n.op)) for n in f.maker.fgraph.apply_nodes}
+    band = dense(*diagonals(6))
+    values = [band, RNG.normal(size=(3, 6))]
+    (got,) = compile_to_onnx(f).run(*values)
+    np.testing.assert_allclose(got, f(*values), rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(got, scipy.linalg.solve(band, values[1].T).T, rtol=1e-12, atol=1e-12)

@@ -254,3 +254,16 @@ def test_scan_solving_with_a_non_sequence():
     (got,) = compile_to_onnx(f).run(*values)
     np.testing.assert_allclose(got, f(*values), rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(got, scipy.linalg.solve(band, values[1].T).T, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float16"])
+def test_integer_and_half_inputs_take_lapacks_dtype(dtype):
+    """``get_lapack_funcs`` picks float64 for int64 inputs and float32 for
+    float16 ones; an int32 ``b`` against float32 factors solves in float64."""
+    dl, d, du = (pt.tensor(name, dtype=dtype, shape=(k,)) for name, k in [("dl", 3), ("d", 4), ("du", 3)])
+    b = pt.tensor("b", dtype="int32", shape=(4,))
+    factors = LUFactorTridiagonal()(dl, d, du)
+    x = SolveLUFactorTridiagonal(b_ndim=1, transposed=True)(*factors, b)
+    values = [np.array([3, 1, 2], dtype), np.array([1, 4, 1, 5], dtype), np.array([1, 2, 3], dtype),
+              np.array([1, 2, 3, 4], "int32")]
+    check_pytensor([dl, d, du, b], [*factors, x], values)

@@ -96,6 +96,28 @@ def test_tridiagonal_and_banded_solve_match_scipy(n, assume_a):
     assert np.isnan(got).all()
 
 
+@pytest.mark.parametrize("n", [9, None])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_tridiagonal_solve_runs_scipys_gttrf_gttrs(n, dtype):
+    """"tridiagonal" runs LAPACK's ``gttrf``/``gttrs`` steps on the three
+    diagonals (``rules/tridiagonal.py``), as ``scipy.linalg.solve`` does:
+    its result to a few ulp (measured: bit-equal), rows interchanged at
+    about half the steps; a zero on ``U``'s diagonal gives NaN."""
+    a, b = matrix("a", n, dtype), pt.tensor("b", dtype=dtype, shape=(n, 3))
+    compiled = compile_to_onnx([a, b], outputs=[pt.linalg.solve(a, b, assume_a="tridiagonal")])
+    eps = np.finfo(dtype).eps
+    for _ in range(3):
+        a_value = banded(9, 1, 1) * np.where(RNG.random(9) < 0.5, 0.1, 3.0)[:, None]
+        a_value, b_value = a_value.astype(dtype), RNG.normal(size=(9, 3)).astype(dtype)
+        (got,) = compiled.run(a_value, b_value)
+        want = scipy.linalg.solve(a_value, b_value, assume_a="tridiagonal")
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=0, atol=16 * eps * np.abs(want).max())
+    a_value[2, :] = 0.0  # row 2 of the band is zero: U[2, 2] == 0 after any interchanges
+    (got,) = compiled.run(a_value, b_value)
+    assert np.isnan(got).all()
+
+
 def test_batched_tridiagonal_solve_broadcasts():
     a, b = matrix("a", 4, batch=(3,)), pt.tensor("b", dtype="float64", shape=(1, 4))
     compiled = compile_to_onnx([a, b], outputs=[pt.linalg.solve(a, b, assume_a="tridiagonal", b_ndim=1)])

@@ -206,12 +206,18 @@ def lower_extract_diag(ctx: LoweringContext, node) -> list[Value]:
     axis is moved last.
     """
     op = node.op
-    x = ctx.get(node.inputs[0])
-    a1, a2 = op.axis1 % x.rank, op.axis2 % x.rank
+    return [extract_diagonal(ctx, ctx.get(node.inputs[0]), op.offset, op.axis1, op.axis2)]
+
+
+def extract_diagonal(ctx: LoweringContext, x: Value, offset: int, axis1: int, axis2: int) -> Value:
+    """``np.diagonal(x, offset, axis1, axis2)`` (``lower_extract_diag``):
+    the other axes of ``x`` in order, then the diagonal; only the diagonal's
+    entries are read."""
+    a1, a2 = axis1 % x.rank, axis2 % x.rank
     rest = [i for i in range(x.rank) if i not in (a1, a2)]
     if [a1, a2] + rest != list(range(x.rank)):
         x = ctx.add("transpose", [x], {"perm": [a1, a2] + rest})
-    r0, c0 = max(0, -op.offset), max(0, op.offset)
+    r0, c0 = max(0, -offset), max(0, offset)
     n, m = x.shape[0], x.shape[1]
     i64 = DType.INT64
     if isinstance(n, int) and isinstance(m, int):
@@ -226,5 +232,5 @@ def lower_extract_diag(ctx: LoweringContext, node) -> list[Value]:
                     {"axis": 1})  # (length, 2)
     diag = ctx.add("gather_nd", [x, index])  # (length, *rest)
     if diag.rank == 1:
-        return [diag]
-    return [ctx.add("transpose", [diag], {"perm": list(range(1, diag.rank)) + [0]})]
+        return diag
+    return ctx.add("transpose", [diag], {"perm": list(range(1, diag.rank)) + [0]})

@@ -17,10 +17,10 @@ Semantics (the PyTensor ops' ``perform``):
 - ``Solve`` "pos": Cholesky of the ``lower`` (or upper) triangle and two
   triangular solves (``posv``); not positive definite: NaN.
 - ``Solve`` "tridiagonal": ``scipy.linalg.solve`` reads only the three
-  central diagonals (``gtsv``: LU with partial pivoting on them); here LU
-  with partial pivoting of ``a`` with every other entry set to 0, which
-  picks the same pivots (the entries a pivot search could see outside the
-  band are 0). Singular: NaN as above.
+  central diagonals (``gttrf`` + ``gttrs``: LU with partial pivoting on
+  them); here the same LAPACK steps (``tridiagonal.tridiagonal_solve``,
+  O(n) steps of O(n) vector work). A zero on ``U``'s diagonal (SciPy's
+  ``LinAlgError``): NaN as above.
 - ``Solve`` "banded": SciPy finds the bandwidth from the nonzero entries
   and solves with ``gbsv`` (partial pivoting within the band): the "gen"
   solve here, whose pivot search sees the same candidates.
@@ -53,6 +53,7 @@ from compiler.lowering.rules.decompositions import cholesky, float_args, matrix_
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
 from compiler.lowering.rules.matrix_loops import (broadcast_batch, diagonal, identity_like, lu_loop, positions,
                                                    symmetric_from_triangle, unsq)
+from compiler.lowering.rules.tridiagonal import tridiagonal_solve
 from ir import DType, Value
 
 
@@ -66,15 +67,6 @@ def _as_matrix_rhs(ctx: LoweringContext, b: Value, b_ndim: int) -> Value:
 
 def _from_matrix_rhs(ctx: LoweringContext, x: Value, b_ndim: int) -> Value:
     return ctx.add("squeeze", [x], {"axes": [x.rank - 1]}) if b_ndim == 1 else x
-
-
-def _tridiagonal_part(ctx: LoweringContext, a: Value) -> Value:
-    """``a`` with every entry off its three central diagonals set to 0 (what
-    ``gtsv`` reads of it; a NaN or Inf elsewhere is not read)."""
-    rows = positions(ctx, a)
-    offset = ctx.add("abs", [ctx.add("sub", [unsq(ctx, rows, 1), rows])])
-    band = ctx.add("le", [offset, ctx.scalar(1, offset.dtype)])
-    return ctx.add("where", [band, a, ctx.scalar(0, a.dtype)])
 
 
 def lu_solve(ctx: LoweringContext, a: Value, b: Value) -> Value:
@@ -110,7 +102,7 @@ def _solve_rule(ctx: LoweringContext, node, args: list[Value]) -> Value:
     elif op.assume_a == "pos":
         x = spd_solve(ctx, a, b, op.lower)
     elif op.assume_a == "tridiagonal":
-        x = lu_solve(ctx, _tridiagonal_part(ctx, a), b)
+        x = tridiagonal_solve(ctx, a, b)
     elif op.assume_a == "banded":
         x = lu_solve(ctx, a, b)
     else:
@@ -173,7 +165,8 @@ def lower_solver(ctx: LoweringContext, node) -> list[Value]:
 
     Raises:
         Unsupported: an integer result dtype, ``Solve`` with another
-            ``assume_a`` ("tridiagonal", "banded", ...).
+            ``assume_a`` (not "gen", "sym", "her", "pos", "tridiagonal" or
+            "banded").
     """
     rule = find_in_mro(BLOCKWISE_RULES, node.op)
     out = rule(ctx, node, [ctx.get(v) for v in node.inputs])

@@ -4,7 +4,9 @@ rewrites split ``solve(a, b, assume_a="tridiagonal")`` into them when the
 factorization can be shared: several solves with one ``a`` or ``a.mT``, a
 batch dim of ``a`` broadcast against ``b``'s, a ``Scan`` whose ``a`` is a
 non-sequence) and their ``Blockwise`` batched forms (batch dims broadcast).
-PyTensor 2.38 has neither op (``compat.py``).
+PyTensor 2.38 has neither op (``compat.py``). ``tridiagonal_solve`` is
+``Solve`` with ``assume_a="tridiagonal"`` (``solvers.py``, both lines):
+SciPy's ``gttrf`` + ``gttrs`` on the three central diagonals.
 
 - ``LUFactorTridiagonal(dl, d, du) -> (dl, d, du, du2, ipiv)``: LAPACK
   ``dgttrf`` (reference LAPACK 3.12 ``dgttrf.f``; SciPy's
@@ -65,9 +67,10 @@ from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.errors import Unsupported
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.blockwise_loop import broadcast_batches
+from compiler.lowering.rules.decompositions import extract_diagonal
 from compiler.lowering.rules.indexing import dim_of, int64_value
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
-from compiler.lowering.rules.matrix_loops import positions, row, run_steps, unsq, zeros_like
+from compiler.lowering.rules.matrix_loops import broadcast_batch, positions, row, run_steps, unsq, zeros_like
 from ir import DType, Value
 
 INT64 = DType.INT64
@@ -212,6 +215,21 @@ def gttrs(ctx: LoweringContext, dl: Value, d: Value, du: Value, du2: Value, ipiv
     u1, u2 = _pad_zeros(ctx, du, 0, 1), _pad_zeros(ctx, du2, 0, 2)
     (x,) = run_steps(ctx, n, [padded], [d, u1, u2, padded_rows, top], u_pass)
     return _first(ctx, x, n_int, 0, axis=-2)
+
+
+def tridiagonal_solve(ctx: LoweringContext, a: Value, b: Value) -> Value:
+    """``Solve`` with ``assume_a="tridiagonal"``: ``scipy.linalg.solve``'s
+    tridiagonal case (``gttrf`` then ``gttrs`` on ``a``'s three central
+    diagonals; no other entry is read), ``a`` ``(..., n, n)``, ``b``
+    ``(..., n, k)``, batch dims broadcast; all NaN per system where ``U``
+    has a zero on its diagonal (SciPy's ``LinAlgError`` for ``info > 0``,
+    which PyTensor's ``perform`` turns into NaN)."""
+    a, b = broadcast_batch(ctx, a, b, 2)
+    dl, d, du = (extract_diagonal(ctx, a, offset, -2, -1) for offset in (-1, 0, 1))
+    dl, d, du, du2, ipiv = gttrf(ctx, dl, d, du)
+    x = gttrs(ctx, dl, d, du, du2, ipiv, b, transposed=False)
+    ok = ctx.add("reduce_all", [ctx.add("ne", [d, ctx.scalar(0, d.dtype)])], {"axes": [d.rank - 1], "keepdims": True})
+    return ctx.add("where", [unsq(ctx, ok, ok.rank), x, ctx.scalar(np.nan, x.dtype)])
 
 
 def _float_dtype(node) -> DType:

@@ -32,7 +32,7 @@ Steed's method), with nu = |v|, a = |x| and w = v (or nu for integer v):
   10.19.6 above it (``debye_below``, ``debye_above``), the U_k of
   ``bessel_debye_f64.debye_terms`` (11 terms; the first omitted one,
   ``|V_11(p^2)| / s^11`` with ``s = sqrt(|nu^2 - a^2|)``, is below 2e-19
-  wherever ``|a - nu| >= 20 nu^(1/3)``, for every nu: it depends on
+  wherever ``|a - nu| >= 20 nu^(1/3)`` (computed for nu = 1e3..1e9): it depends on
   ``(a - nu) / nu^(1/3)`` only, up to O(nu^(-2/3)); 2e-17 at 15 nu^(1/3)),
   negative non-integer orders by DLMF 10.4.7 with Y_nu's Debye forms. The
   uniform Airy-type expansion (DLMF 10.20.4) is not written: within

@@ -75,16 +75,25 @@ def debye_polynomials(count: int) -> list[list[Fraction]]:
 _V = [[float(coef) for coef in u[kk::2]] for kk, u in enumerate(debye_polynomials(TERMS))]
 
 
-def _sums(c, r, p):
-    """``(sum U_k(p) / nu^k, sum (-1)^k U_k(p) / nu^k)`` over ``TERMS`` terms, from the radius r
-    and p = nu / r (1-D float64)."""
-    w = div(c, k(c, 1.0), r)  # U_k(p) / nu^k = (p / nu)^k V_k(p^2) = V_k(p^2) / r^k
-    p2 = mul(c, p, p)
-    even, odd = k(c, 1.0), None
+def debye_terms(c, w, p2):
+    """``[U_k(p) / nu^k for k < TERMS]`` written as ``V_k(p^2) w^k`` with
+    ``w = p / nu`` (1-D float64 w and p2 = p^2, which may be negative: for
+    p = i q, ``U_k(i q) / nu^k = i^k V_k(-q^2) (q / nu)^k``). Term 0 is the
+    constant 1. Shared by ``jv``'s Debye forms (``bessel_jv_f64``, DLMF 10.19.3, 10.19.6)."""
+    terms = [k(c, 1.0)]
     power = k(c, 1.0)
     for kk in range(1, TERMS):
         power = mul(c, power, w)
-        term = mul(c, power, poly(c, p2, _V[kk]))
+        terms.append(mul(c, power, poly(c, p2, _V[kk])))
+    return terms
+
+
+def _sums(c, r, p):
+    """``(sum U_k(p) / nu^k, sum (-1)^k U_k(p) / nu^k)`` over ``TERMS`` terms, from the radius r
+    and p = nu / r (1-D float64)."""
+    terms = debye_terms(c, div(c, k(c, 1.0), r), mul(c, p, p))  # U_k(p) / nu^k = V_k(p^2) / r^k
+    even, odd = terms[0], None
+    for kk, term in enumerate(terms[1:], 1):
         if kk % 2:
             odd = term if odd is None else add(c, odd, term)
         else:

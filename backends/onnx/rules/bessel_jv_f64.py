@@ -25,6 +25,19 @@ Steed's method), with nu = |v|, a = |x| and w = v (or nu for integer v):
   Wronskian for J_u (Boost ``CF1_jy``, ``CF2_jy``); for v < 0 not an
   integer, Y_nu by the forward recurrence from Y_u, Y_(u+1) and the
   reflection ``J_-nu = cos(nu pi) J_nu - sin(nu pi) Y_nu`` (DLMF 10.4.7).
+* |a - nu| >= 20 nu^(1/3) where nu >= 1000 (the recurrences would need
+  ~nu steps; also for v < 0 not an integer in the series region, whose sum
+  runs past k = nu) or a >= 3e4 (CF1 would need ~a steps): Debye's
+  expansions with no loop, DLMF 10.19.3-4 below the turning point and
+  10.19.6 above it (``debye_below``, ``debye_above``), the U_k of
+  ``bessel_debye_f64.debye_terms`` (11 terms; the first omitted one,
+  ``|V_11(p^2)| / s^11`` with ``s = sqrt(|nu^2 - a^2|)``, is below 2e-19
+  wherever ``|a - nu| >= 20 nu^(1/3)`` (computed for nu = 1e3..1e9): it depends on
+  ``(a - nu) / nu^(1/3)`` only, up to O(nu^(-2/3)); 2e-17 at 15 nu^(1/3)),
+  negative non-integer orders by DLMF 10.4.7 with Y_nu's Debye forms. The
+  uniform Airy-type expansion (DLMF 10.20.4) is not written: within
+  20 nu^(1/3) of the turning point Steed's method runs, whose recurrences
+  stop at RECURRENCE_STEPS = 20,000, so J is NaN there past |v| ~ 2e4;
 * integer v: ``J_-n = (-1)^n J_n`` and ``J_n(-x) = (-1)^n J_n(x)``;
   x < 0 with v not an integer: NaN (SciPy); x = 0: 1 for v = 0, 0 for
   v > 0 or a negative integer, +-inf (the sign of 1/Gamma(1 + v), as SciPy)
@@ -32,10 +45,15 @@ Steed's method), with nu = |v|, a = |x| and w = v (or nu for integer v):
 
 Each series or fraction is an ONNX ``Loop`` on its own elements
 (``iterative_f64.converge``), NaN where one would need over its step
-count (CF1: a above ~6e4 with nu >= 600; the recurrences: nu > 2000).
+count; with the Debye region that is only the turning region
+``|a - nu| < 20 nu^(1/3)`` past nu ~ 2e4.
 
-Measured against mpmath: ``tests/numerics/test_bessel_jv.py`` (its
-docstring states the bounds per domain).
+Measured against mpmath: ``tests/numerics/test_bessel_jv.py`` and, for the
+large orders, ``tests/numerics/test_bessel_jv_debye.py`` (their docstrings
+state the bounds per domain: Debye's forms carry ``2 eps nu alpha``
+relative below the turning point, ``alpha = acosh(nu / a)``, and
+``2 eps nu`` of the envelope above it, the size of the exponent's and the
+phase's pieces formed in double precision).
 """
 
 from __future__ import annotations
@@ -45,10 +63,13 @@ import math
 import numpy as np
 
 from backends.onnx.rules.common import F64
+from backends.onnx.rules.bessel_debye_f64 import debye_terms
 from backends.onnx.rules.bessel_f64 import cos_sin_phase
 from backends.onnx.rules.iterative_f64 import converge, flat_args, on_subset
 from backends.onnx.rules.special_f64 import (add, div, gamma_positive, is_integer, k, lgamma_positive, mul,
-                                             sincospi, sub, where)
+                                             poly, sincospi, sub, where)
+from backends.onnx.rules.mathfn import log1p
+from backends.onnx.rules.transcendental import atan_f64
 
 EPS = 2.220446049250313e-16
 TINY = 1.4916681462400413e-154  # sqrt(smallest normal): the backward recurrence's starting scale
@@ -56,7 +77,17 @@ RESCALE = 1e-250
 SERIES_STEPS = 1000
 CF1_STEPS = 60000
 CF2_STEPS = 500
-RECURRENCE_STEPS = 2000
+RECURRENCE_STEPS = 20000
+# Debye's forms (no loop) where |x - nu| >= TURNING nu^(1/3) and either nu >= DEBYE_ORDER (the
+# recurrences would need ~nu steps) or x >= CF1_LONG (CF1 would need ~x steps)
+TURNING = 20.0
+DEBYE_ORDER = 1000.0
+CF1_LONG = 3.0e4
+# atanh(t) - t = sum_j t^(2j+1) / (2j+1) and t - atan(t) = sum_j (-1)^(j+1) t^(2j+1) / (2j+1), j >= 1,
+# as t^3 poly(t^2) for t <= 1/2 (27 terms: the next is below 2^-54 of the first)
+SERIES_T = 0.5
+ATANH_MINUS = [1.0 / (2 * j + 1) for j in range(1, 28)]
+MINUS_ATAN = [(-1.0) ** (j + 1) / (2 * j + 1) for j in range(1, 28)]
 
 
 def series(c, w, a):
@@ -237,6 +268,106 @@ def steed(c, nu, a, reflect):
     return where(c, c.op("Equal", reflect, k(c, 1.0)), reflected, jv)
 
 
+def _sqrt_difference(c, big, small):
+    """``sqrt(big^2 - small^2)`` as ``sqrt(big - small) sqrt(big + small)`` (no overflow, no cancellation)."""
+    return mul(c, c.op("Sqrt", sub(c, big, small)), c.op("Sqrt", add(c, big, small)))
+
+
+def _odd_series(c, t, coeffs):
+    """``t^3 poly(t^2, coeffs)`` (t clamped to [0, SERIES_T], where the series converge)."""
+    t = c.op("Min", t, k(c, SERIES_T))
+    t2 = mul(c, t, t)
+    return mul(c, t, t2, poly(c, t2, coeffs))
+
+
+def debye_below(c, nu, a, reflect):
+    """``J_nu(a)`` (or ``J_-nu(a)`` where ``reflect`` is 1.0) for 1-D float64
+    ``0 < a <= nu - TURNING nu^(1/3)``: Debye's expansions DLMF 10.19.3-4
+    with ``sech(alpha) = a / nu``, ``s = nu tanh(alpha) = sqrt(nu^2 - a^2)``::
+
+        J_nu(a) ~  e^E  / sqrt(2 pi s)  * sum_k U_k(p) / nu^k,
+        Y_nu(a) ~ -e^-E * sqrt(2 / (pi s)) * sum_k (-1)^k U_k(p) / nu^k,
+
+    ``p = coth(alpha) = nu / s``, ``U_k(p) / nu^k = V_k(p^2) / s^k`` (``debye_terms``),
+    ``E = s - nu alpha = -nu (atanh(t) - t)``, t = s / nu: by its series for t <= 1/2
+    (no cancellation), else ``s - nu log1p((nu - a + s) / a)``. The negative order by
+    ``J_-nu = cos(nu pi) J_nu - sin(nu pi) Y_nu`` (DLMF 10.4.7), Y's factor inside the
+    exponential (it may overflow to +-inf, as the value does)."""
+    s = _sqrt_difference(c, nu, a)
+    t = div(c, s, nu)
+    e_small = c.op("Neg", mul(c, nu, _odd_series(c, t, ATANH_MINUS)))
+    # alpha = log((nu + s) / a) = log1p((nu - a + s) / a): nu - a exact where a >= nu / 2 (Sterbenz)
+    e_big = sub(c, s, mul(c, nu, log1p(c, div(c, add(c, sub(c, nu, a), s), a), F64)))
+    exponent = where(c, c.op("LessOrEqual", t, k(c, SERIES_T)), e_small, e_big)
+    q = div(c, nu, s)
+    terms = debye_terms(c, div(c, k(c, 1.0), s), mul(c, q, q))
+    even = add(c, *terms[0::2])
+    odd = add(c, *terms[1::2])
+    log_s = c.op("Log", s)
+    j = mul(c, c.op("Exp", sub(c, exponent, mul(c, add(c, log_s, k(c, math.log(2 * math.pi))), k(c, 0.5)))),
+            add(c, even, odd))
+    sin_pi, cos_pi = sincospi(c, nu)
+    # -sin(nu pi) Y_nu = sign(sin) exp(-E - log(pi s / 2) / 2 + log|sin|) (even - odd)
+    y_log = sub(c, add(c, c.op("Neg", exponent), c.op("Log", c.op("Abs", sin_pi))),
+                mul(c, add(c, log_s, k(c, math.log(math.pi / 2))), k(c, 0.5)))
+    y_part = mul(c, c.op("Sign", sin_pi), c.op("Exp", y_log), sub(c, even, odd))
+    reflected = add(c, mul(c, cos_pi, j), y_part)
+    return where(c, c.op("Equal", reflect, k(c, 1.0)), reflected, j)
+
+
+def debye_above(c, nu, a, reflect):
+    """``J_nu(a)`` (or ``J_-nu(a)`` where ``reflect`` is 1.0) for 1-D float64
+    ``a >= nu + TURNING nu^(1/3)``, nu > 0: DLMF 10.19.6 with ``sec(beta) = a / nu``,
+    ``s = nu tan(beta) = sqrt(a^2 - nu^2)``, ``xi = nu (tan(beta) - beta) - pi/4``::
+
+        J_nu(a) ~ sqrt(2 / (pi s)) (cos(xi) P + sin(xi) Q),
+        Y_nu(a) ~ sqrt(2 / (pi s)) (sin(xi) P - cos(xi) Q),
+
+    with q = cot(beta) = nu / s, ``U_k(i q) / nu^k = i^k V_k(-q^2) / s^k``, so ``P = sum_k (-1)^k V_2k(-q^2) / s^2k`` and
+    ``Q = sum_k (-1)^k V_(2k+1)(-q^2) / s^(2k+1)``. The phase: for t = s / nu <= 1/2,
+    ``nu (t - atan(t))`` by its series and ``bessel_f64.cos_sin_phase`` (its - pi/4 exact);
+    beyond, ``xi = a + nu (atan(nu / s) - nu / (s + a)) - (nu/2 + 1/4) pi`` (as
+    ``s = a - nu^2 / (s + a)``), with a and the middle term reduced exactly
+    (``cos_sin_phase``) and ``(nu mod 4) / 2 + 1/4`` by ``sincospi``, so the phase error is
+    a few ulp of the middle term (~nu^2 / (2a) for a >> nu, below nu pi / 2 everywhere).
+    The negative order by DLMF 10.4.7 as ``debye_below``."""
+    s = _sqrt_difference(c, a, nu)
+    t = div(c, s, nu)
+    q = div(c, nu, s)
+    terms = debye_terms(c, div(c, k(c, 1.0), s), c.op("Neg", mul(c, q, q)))
+    p_sum = add(c, *[term if i % 2 == 0 else c.op("Neg", term) for i, term in enumerate(terms[0::2])])
+    q_sum = add(c, *[term if i % 2 == 0 else c.op("Neg", term) for i, term in enumerate(terms[1::2])])
+    theta = mul(c, nu, _odd_series(c, t, MINUS_ATAN))
+    cos_small, sin_small = cos_sin_phase(c, theta, 1)
+    # s = a - nu^2 / (s + a): a reduced exactly, the rest (>= 0) with its own few-ulp error
+    cos_s, sin_s = cos_sin_phase(c, a, 0)
+    rest = mul(c, nu, sub(c, atan_f64(c, q), div(c, nu, add(c, s, a))))
+    cos_f, sin_f = cos_sin_phase(c, c.op("Max", rest, k(c, 0.0)), 0)
+    cos_a = sub(c, mul(c, cos_s, cos_f), mul(c, sin_s, sin_f))
+    sin_a = add(c, mul(c, sin_s, cos_f), mul(c, cos_s, sin_f))
+    quarter = add(c, mul(c, sub(c, nu, mul(c, c.op("Floor", mul(c, nu, k(c, 0.25))), k(c, 4.0))), k(c, 0.5)),
+                  k(c, 0.25))
+    sin_b, cos_b = sincospi(c, quarter)
+    cos_big = add(c, mul(c, cos_a, cos_b), mul(c, sin_a, sin_b))
+    sin_big = sub(c, mul(c, sin_a, cos_b), mul(c, cos_a, sin_b))
+    small = c.op("LessOrEqual", t, k(c, SERIES_T))
+    cos_xi, sin_xi = where(c, small, cos_small, cos_big), where(c, small, sin_small, sin_big)
+    amplitude = c.op("Sqrt", div(c, k(c, 2.0 / math.pi), s))
+    j = mul(c, amplitude, add(c, mul(c, cos_xi, p_sum), mul(c, sin_xi, q_sum)))
+    y = mul(c, amplitude, sub(c, mul(c, sin_xi, p_sum), mul(c, cos_xi, q_sum)))
+    sin_pi, cos_pi = sincospi(c, nu)
+    reflected = sub(c, mul(c, cos_pi, j), mul(c, sin_pi, y))
+    return where(c, c.op("Equal", reflect, k(c, 1.0)), reflected, j)
+
+
+def debye(c, nu, a, reflect):
+    """``debye_below`` where a < nu, ``debye_above`` where a > nu (1-D float64)."""
+    below = c.op("Less", a, nu)
+    out = mul(c, a, k(c, 0.0))
+    out = on_subset(c, below, [nu, a, reflect], debye_below, out)
+    return on_subset(c, c.op("Not", below), [nu, a, reflect], debye_above, out)
+
+
 def jv(c, v, x):
     """``scipy.special.jv(v, x)`` for float64 v, x of any (broadcast) shapes (the module doc)."""
     shape, (vf, xf) = flat_args(c, v, x)
@@ -249,13 +380,22 @@ def jv(c, v, x):
     asymptotic = c.op("Less", c.op("Max", nu, k(c, 1.0)), mul(c, a, k(c, 0.01)))
     series_region = c.op("Or", c.op("Less", a, k(c, 5.0)), c.op("Greater", nu, mul(c, a, a, k(c, 0.25))))
     use_asymptotic = c.op("And", valid, asymptotic)
-    use_series = c.op("And", c.op("And", valid, series_region), c.op("Not", asymptotic))
-    use_steed = c.op("And", valid, c.op("Not", c.op("Or", use_series, use_asymptotic)))
+    # Debye: away from the turning point, where the loops would be long (the module doc)
+    away = c.op("GreaterOrEqual", c.op("Abs", sub(c, a, nu)), mul(c, c.op("Pow", nu, k(c, 1.0 / 3.0)), k(c, TURNING)))
+    large_order = c.op("GreaterOrEqual", nu, k(c, DEBYE_ORDER))
+    long_loops = c.op("Or", large_order, c.op("GreaterOrEqual", a, k(c, CF1_LONG)))
+    # the series runs past k = nu for a negative non-integer order: Debye takes those from DEBYE_ORDER on
+    debye_region = c.op("Or", c.op("Not", series_region), c.op("And", negative_fraction, large_order))
+    use_debye = c.op("And", c.op("And", valid, c.op("Not", asymptotic)),
+                     c.op("And", c.op("And", away, long_loops), debye_region))
+    use_series = c.op("And", c.op("And", valid, series_region), c.op("Not", c.op("Or", asymptotic, use_debye)))
+    use_steed = c.op("And", valid, c.op("Not", c.op("Or", c.op("Or", use_series, use_asymptotic), use_debye)))
     out = mul(c, a, k(c, 0.0))
     out = on_subset(c, use_series, [w, a], series, out)
     out = on_subset(c, use_asymptotic, [w, a], large_x, out)
     reflect = where(c, negative_fraction, k(c, 1.0), k(c, 0.0))
     out = on_subset(c, use_steed, [nu, a, reflect], steed, out)
+    out = on_subset(c, use_debye, [nu, a, reflect], debye, out)
     odd = c.op("And", integer, c.op("Equal", sub(c, vf, mul(c, c.op("Floor", mul(c, vf, k(c, 0.5))), k(c, 2.0))),
                                      k(c, 1.0)))
     flip = c.op("And", odd, c.op("Xor", c.op("Less", vf, k(c, 0.0)), c.op("Less", xf, k(c, 0.0))))

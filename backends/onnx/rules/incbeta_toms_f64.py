@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 
 from backends.onnx.rules.common import F64
-from backends.onnx.rules.incbeta_asym_f64 import basym
+from backends.onnx.rules.incbeta_asym_f64 import algdiv, basym
 from backends.onnx.rules.incgamma_f64 import gammaincc
 from backends.onnx.rules.iterative_f64 import converge, on_subset
 from backends.onnx.rules.mathfn import log1p
@@ -71,15 +71,15 @@ def bcorr(c, a, b):
     return add(c, div(c, ws, s), w)
 
 
-def brcomp(c, a, b, x, y):
+def brcomp(c, a, b, x, y, prefactor):
     """``x^a y^b / B(a, b)`` (TOMS 708 BRCOMP) for 1-D float64 a, b > 0, x + y = 1
     (the smaller exact): for a, b >= 8 ``exp(-(a rlog1(-lambda/a) + b
     rlog1(lambda/b))) sqrt(b x0 / (2 pi)) exp(-bcorr(a, b))`` (x0 = a / (a + b),
     lambda = a - (a + b) x formed on the side of the smaller shape), no large
-    logarithms to cancel; else ``incbeta_f64``'s prefactor (exp of
+    logarithms to cancel; else ``prefactor(c, a, b, x, y, a)`` (exp of
     ``a log x + b log y - log B(a, b)``, log B by ``algdiv``), as BRCOMP's
-    a0 < 8 branches."""
-    from backends.onnx.rules.incbeta_f64 import _prefactor  # noqa: PLC0415 (incbeta_f64 imports this module)
+    a0 < 8 branches (``prefactor`` is ``incbeta_f64._prefactor``, passed in:
+    that module builds on this one)."""
     a_le_b = c.op("LessOrEqual", a, b)
     h = where(c, a_le_b, div(c, a, b), div(c, b, a))
     x0 = where(c, a_le_b, div(c, h, add(c, h, k(c, 1.0))), div(c, k(c, 1.0), add(c, h, k(c, 1.0))))
@@ -95,10 +95,10 @@ def brcomp(c, a, b, x, y):
     large = mul(c, k(c, 1.0 / math.sqrt(2.0 * math.pi)), c.op("Sqrt", mul(c, b, x0)), z,
                 c.op("Exp", c.op("Neg", bcorr(c, a, b))))
     both_large = c.op("GreaterOrEqual", c.op("Min", a, b), k(c, 8.0))
-    return where(c, both_large, large, _prefactor(c, a, b, x, y, a))
+    return where(c, both_large, large, prefactor(c, a, b, x, y, a))
 
 
-def bfrac(c, a, b, x, y, lam):
+def bfrac(c, a, b, x, y, lam, prefactor):
     """I_x(a, b) for a, b > 1 by TOMS 708 BFRAC: ``brcomp`` times its continued
     fraction in lambda = a - (a + b) x >= 0 (given, formed without
     cancellation), to 15 eps of relative change, at most ``MAX_BFRAC_STEPS``."""
@@ -128,15 +128,14 @@ def bfrac(c, a, b, x, y, lam):
     init = [zero, add(c, zero, one), add(c, a, one), zero, add(c, zero, one), add(c, zero, one),
             div(c, cl, c1), div(c, c1, cl)]
     r = converge(c, init, step, MAX_BFRAC_STEPS, "bfrac")[-1]
-    return mul(c, brcomp(c, a, b, x, y), r)
+    return mul(c, brcomp(c, a, b, x, y, prefactor), r)
 
 
-def bup(c, a, b, x, y, n):
+def bup(c, a, b, x, y, n, prefactor):
     """``I_x(a, b) - I_x(a + n, b)`` (TOMS 708 BUP; DLMF 8.17.20: ``x^a y^b /
     (a B(a, b)) sum_{i<n} (a+b)_i / (a+1)_i x^i``) for 1-D float64 a, b > 0 and
     integer-valued n >= 1: the increasing terms (up to BUP's index of the
     largest) all summed, the rest until one is below eps of the sum."""
-    from backends.onnx.rules.incbeta_f64 import _prefactor  # noqa: PLC0415 (incbeta_f64 imports this module)
     one = k(c, 1.0)
     nm1 = sub(c, n, one)
     # BUP's k: (b - 1) x / y - a, clamped to [0, n - 1] (n - 1 where y <= 1e-4), for b > 1
@@ -154,7 +153,7 @@ def bup(c, a, b, x, y, n):
     zero = mul(c, a, k(c, 0.0))
     _, _, w = converge(c, [zero, add(c, zero, one), add(c, zero, one)], step, 64, "bup",
                        skip=c.op("LessOrEqual", nm1, k(c, 0.0)))
-    return mul(c, _prefactor(c, a, b, x, y, one), w)
+    return mul(c, prefactor(c, a, b, x, y, one), w)
 
 
 def bgrat(c, a, b, x, y, w):
@@ -168,7 +167,6 @@ def bgrat(c, a, b, x, y, w):
     lnx = where(c, c.op("Greater", y, k(c, 0.375)), c.op("Log", x), log1p(c, c.op("Neg", y), F64))
     z = c.op("Neg", mul(c, nu, lnx))
     r = c.op("Exp", sub(c, sub(c, mul(c, b, c.op("Log", z)), z), lgamma_positive(c, b)))
-    from backends.onnx.rules.incbeta_f64 import algdiv  # noqa: PLC0415 (incbeta_f64 imports this module)
     u = mul(c, r, c.op("Exp", c.op("Neg", add(c, algdiv(c, b, a), mul(c, b, c.op("Log", nu))))))
     vanishes = c.op("Equal", u, k(c, 0.0))
     safe_r = where(c, vanishes, one, r)
@@ -199,31 +197,30 @@ def bgrat(c, a, b, x, y, w):
     return where(c, vanishes, w, add(c, w, mul(c, u, total)))
 
 
-def _grat_140(c, a0, b0, x0, y0):
+def _grat_140(c, a0, b0, x0, y0, series, prefactor):
     """I_{x0}(a0, b0) for 1 < b0 < 40 < a0 (TOMS 708 ``bratio`` label 140): BUP
     down to the fractional part f of b0 (in (0, 1]), then the power series
     (x0 <= 0.7) or BGRAT (a0 > 15 here) for I_{x0}(a0, f)."""
-    from backends.onnx.rules.incbeta_f64 import pseries  # noqa: PLC0415 (incbeta_f64 imports this module)
     n = c.op("Floor", b0)
     f = sub(c, b0, n)
     whole = c.op("Equal", f, k(c, 0.0))
     n = where(c, whole, sub(c, n, k(c, 1.0)), n)
     f = where(c, whole, k(c, 1.0), f)
-    w = bup(c, f, a0, y0, x0, n)
+    w = bup(c, f, a0, y0, x0, n, prefactor)
     near = c.op("LessOrEqual", x0, k(c, 0.7))
     d = c.op("Expand", k(c, float("nan")), c.op("Shape", a0))
-    d = on_subset(c, near, [a0, f, x0, y0, w], lambda c, a, f, x, y, w: add(c, w, pseries(c, a, f, x, y)), d)
+    d = on_subset(c, near, [a0, f, x0, y0, w], lambda c, a, f, x, y, w: add(c, w, series(c, a, f, x, y)), d)
     return on_subset(c, c.op("Not", near), [a0, f, x0, y0, w], bgrat, d)
 
 
-def toms708(c, a, b, x, y, mask, into):
+def toms708(c, a, b, x, y, mask, into, series, prefactor):
     """``(d, flip)`` for 1-D float64 a, b, x, y = 1 - x (as ``incbeta_f64``
     takes them) where ``mask`` (regular elements with max(a, b) >= TOMS_FROM
     outside Cephes' power series): ``d`` = I_x(a, b), or 1 - I_x(a, b) =
     I_{1-x}(b, a) where ``flip``, by the method ``bratio`` picks (see the
     module docstring), each to its own relative accuracy; ``into`` elsewhere
-    (``flip`` False there)."""
-    from backends.onnx.rules.incbeta_f64 import pseries  # noqa: PLC0415 (incbeta_f64 imports this module)
+    (``flip`` False there). ``series`` and ``prefactor`` are ``incbeta_f64``'s
+    ``pseries`` and ``_prefactor`` (passed in: that module calls this one)."""
     one = k(c, 1.0)
     big = c.op("Greater", c.op("Min", a, b), one)
     lam = where(c, c.op("Greater", a, b), sub(c, mul(c, add(c, a, b), y), b), sub(c, a, mul(c, add(c, a, b), x)))
@@ -251,10 +248,10 @@ def toms708(c, a, b, x, y, mask, into):
     small_c = on(c.op("And", c.op("Not", big), series_c))
     small_grat = on(c.op("And", c.op("Not", big), c.op("Not", c.op("Or", series_i, series_c))))
     args = [a0, b0, x0, y0]
-    d = on_subset(c, c.op("Or", big_series, small_i), args, pseries, into)
-    d = on_subset(c, small_c, [b0, a0, y0, x0], pseries, d)
-    d = on_subset(c, big_140, args, _grat_140, d)
-    d = on_subset(c, big_frac, [*args, lam0], bfrac, d)
+    d = on_subset(c, c.op("Or", big_series, small_i), args, series, into)
+    d = on_subset(c, small_c, [b0, a0, y0, x0], series, d)
+    d = on_subset(c, big_140, args, lambda c, *v: _grat_140(c, *v, series, prefactor), d)
+    d = on_subset(c, big_frac, [*args, lam0], lambda c, *v: bfrac(c, *v, prefactor), d)
     d = on_subset(c, big_asym, args, basym, d)
     d = on_subset(c, small_grat, [b0, a0, y0, x0], lambda c, b, a, y, x: bgrat(c, b, a, y, x, mul(c, b, k(c, 0.0))), d)
     complement = c.op("Or", small_c, small_grat)

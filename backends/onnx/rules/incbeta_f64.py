@@ -44,7 +44,8 @@ from __future__ import annotations
 import numpy as np
 
 from backends.onnx.rules.common import F64
-from backends.onnx.rules.incbeta_asym_f64 import asymptotic_region, basym, stirling_correction
+from backends.onnx.rules.incbeta_asym_f64 import algdiv, asymptotic_region, basym
+from backends.onnx.rules.incbeta_toms_f64 import TOMS_FROM, toms708
 from backends.onnx.rules.iterative_f64 import converge, flat_args, on_subset
 from backends.onnx.rules.mathfn import log1p
 from backends.onnx.rules.special_f64 import add, div, gamma_positive, k, lgamma_positive, lt, mul, sub, where
@@ -55,27 +56,15 @@ MINLOG = -7.08396418532264106224e2
 MAXLOG = 7.09782712893383996843e2
 BIG, BIGINV = 4.503599627370496e15, 2.22044604925031308085e-16
 MAX_CF_STEPS = 1000  # Cephes stops at 300 (two terms each) with the truncated value: x near a/(a+b) with tiny b needs more
+TOMS_MIN_SHAPE = 1e-15  # below, TOMS 708 takes its FPSER/APSER (not carried): Cephes keeps them
 MAX_SERIES_STEPS = 2000  # b x <= 1, x <= 0.95: terms shrink at least as 0.95^n
 
 
-STIRLING_FROM = 20.0  # lgamma's Stirling series below, to 1e-17 absolute from here
 def lbeta(c, a, b):
-    """``log B(a, b)`` for a, b > 0: ``lgamma(s) + lgamma(l) - lgamma(l + s)``
-    (s, l the smaller and larger), the difference of the last two from
-    Stirling's series where l >= 20, ``-(l - 1/2) log1p(s/l) - s log(l + s) + s
-    + corr(l) - corr(l + s)`` (TOMS 708 ``algdiv``'s form), so that a tiny s
-    next to a large l keeps its few-eps relative accuracy (the lgamma sum
-    loses |lgamma l| eps: 8e4 eps at l = 1e4); plain lgamma elsewhere."""
+    """``log B(a, b)`` for a, b > 0: ``lgamma(s) + algdiv(s, l)`` (s, l the
+    smaller and larger shape)."""
     s, l = c.op("Min", a, b), c.op("Max", a, b)
-    ls = add(c, l, s)
-    stirling = c.op("GreaterOrEqual", l, k(c, STIRLING_FROM))
-    safe_l = c.op("Max", l, k(c, STIRLING_FROM))
-    safe_ls = add(c, safe_l, s)
-    difference = add(c, c.op("Neg", mul(c, sub(c, safe_l, k(c, 0.5)), log1p(c, div(c, s, safe_l), F64))),
-                     sub(c, s, mul(c, s, c.op("Log", safe_ls))),
-                     sub(c, stirling_correction(c, safe_l), stirling_correction(c, safe_ls)))
-    plain = sub(c, lgamma_positive(c, l), lgamma_positive(c, ls))
-    return add(c, lgamma_positive(c, s), where(c, stirling, difference, plain))
+    return add(c, lgamma_positive(c, s), algdiv(c, s, l))
 
 
 def _prefactor(c, a, b, x, xc, w, series=False):
@@ -230,6 +219,10 @@ def _direct(c, a, b, x, regular, into, split_at_mean=False):
         series = c.op("And", series, c.op("Not", c.op("And", above_mean, flip_series_applies)))
     series = c.op("And", regular, series)
     rest = c.op("And", regular, c.op("Not", series))
+    # very unequal shapes: TOMS 708 bratio's choice (incbeta_toms_f64) instead of Cephes' below
+    toms = c.op("And", rest, c.op("And", c.op("GreaterOrEqual", c.op("Max", a, b), k(c, TOMS_FROM)),
+                                  c.op("GreaterOrEqual", c.op("Min", a, b), k(c, TOMS_MIN_SHAPE))))
+    rest = c.op("And", rest, c.op("Not", toms))
     flip = c.op("And", rest, above_mean)
     flip_series = c.op("And", flip, flip_series_applies)
     asym = c.op("And", rest, asymptotic_region(c, a, b, x))
@@ -242,7 +235,8 @@ def _direct(c, a, b, x, regular, into, split_at_mean=False):
     # one subset for both sides: (b, a, 1 - x) above the mean, as for the fractions
     swapped = [where(c, flip, b, a), where(c, flip, a, b), where(c, flip, xc, x), where(c, flip, x, xc)]
     d = on_subset(c, asym, swapped, basym, d)
-    return d, flip
+    d, toms_flip = toms708(c, a, b, x, xc, toms, d, pseries, _prefactor)
+    return d, c.op("Or", flip, toms_flip)
 
 
 def betainc(c, a, b, x):

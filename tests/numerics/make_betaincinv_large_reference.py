@@ -27,8 +27,11 @@ I_(1-x)(b, a)``, in the mirrored deviation ``w' = -(a/b) w``.
 Each root is found by Newton's method in w on ``log T - log y'`` (T the
 smaller tail, y' = min(y, 1 - y)): log T is concave (the tails of a
 log-concave density are log-concave), so the iterates approach the root
-monotonically after one step; it stops when the step is below 1e-27.
-The root is rounded to float64 from x = mu (1 + w) at 36 digits.
+monotonically after one step; it stops when the step is below 1e-27
+min(1, sd(v)) (the complement of a mirrored root may be as small as sd).
+The root is rounded to float64 from x = mu e^v, or where the mirrored
+problem was solved, from its complement ``(1 - mu) - mu (e^v - 1)`` (mu
+itself may be 1 to 36 digits), at 36 digits.
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ class Beta:
             lb = mp.loggamma(a_) + mp.loggamma(b_) - mp.loggamma(a_ + b_)
             c = (a_ - 1) * mp.log(mu) + (b_ - 1) * mp.log1p(-mu) - lb
         self.a, self.b, self.ratio = mp.mpf(a), mp.mpf(b), mp.mpf(a) / b
-        self.mu, self.c = +mu, +c
+        self.mu, self.mu_c, self.c = +mu, b_ / (a_ + b_), +c  # 1 - mu from the shapes: mu may round to 1
         self.log_mu = mp.log(self.mu)
         self.sd = mp.sqrt(self.b / (self.a * (self.a + self.b + 1)))  # of v near the mean
         self.mode = mp.log1p(1 / (self.a + self.b - 1))  # x = a / (a + b - 1)
@@ -102,8 +105,10 @@ class Beta:
                 step /= 2
             points.append(p - step)
             here = there
-        # scaled to the largest value: mpmath's quad stops on an absolute error estimate
-        return mp.quad(lambda u: mp.exp(self.log_density(u) - top), points[::-1]) * mp.exp(top)
+        # in units of the standard deviation and scaled to the largest value: mpmath's quad stops on an
+        # absolute error estimate (an integral of size sd = 1e-268 would stop at its first level)
+        nodes = [(p - v) / self.sd for p in points[::-1]]
+        return mp.quad(lambda t: mp.exp(self.log_density(v + self.sd * t) - top), nodes) * self.sd * mp.exp(top)
 
 
 def _log_minus(v, w):
@@ -124,14 +129,15 @@ def root(a: float, b: float, y: float) -> float:
             t = dist.lower_tail(v)
             dv = -(mp.log(t) - target) / mp.exp(dist.log_density(v) - mp.log(t))
             v_new = v + dv if v + dv < v_max else (v + v_max) / 2
-            if abs(dv) <= mp.mpf(10) ** -27:
+            if abs(dv) <= mp.mpf(10) ** -27 * min(1, dist.sd):  # sd: 1 - x of a mirrored root may be 1e-266
                 v = v_new
                 break
             v = v_new
         else:
             raise RuntimeError(f"no convergence at {(a, b, y)}")
-        x = dist.mu * mp.exp(v)
-        return float(x) if lower else float(1 - x)
+        if lower:
+            return float(dist.mu * mp.exp(v))
+        return float(dist.mu_c - dist.mu * mp.expm1(v))  # 1 - x of the mirrored problem, x next to 1
 
 
 def points(rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -53,6 +53,7 @@ import math
 import numpy as np
 
 from backends.onnx.rules.common import F64
+from backends.onnx.rules.incbeta_asym_f64 import stirling_correction
 from backends.onnx.rules.incbeta_f64 import betainc_pair, lbeta
 from backends.onnx.rules.iterative_f64 import converge, flat_args, on_subset
 from backends.onnx.rules.mathfn import expm1, log1p
@@ -67,12 +68,31 @@ NEWTON_STEPS = 8
 NARROW_VARIANCE = 1e-28  # (sd(x) / x)^2 below which the start is the root
 
 
-def _halley(c, a, b, y, upper, lb, x0):
+def _log_density_large(c, a, b):
+    """For a, b >= 20: ``(ratio, mu, peak)`` with ratio = a/b, mu = a/(a + b)
+    and ``peak = a log mu + b log(1 - mu) - log B(a, b) = log(a b / (2 pi
+    (a + b))) / 2 + del(a + b) - del(a) - del(b)`` (Stirling's series,
+    DLMF 5.11.1, del = ``stirling_correction``): the logit-space density
+    ``x^a (1-x)^b / B(a, b)`` is then ``exp(peak + a L(w) + b L(-ratio w))``,
+    w = x/mu - 1, L(u) = log(1 + u) - u, with no term of size a log x to
+    cancel (those lose eps a |log x| absolutely: 1e3 at a = 1e16, x = 1e-252)."""
+    one = k(c, 1.0)
+    ratio = div(c, a, b)
+    mu_c = div(c, one, add(c, one, ratio))
+    mu = mul(c, ratio, mu_c)
+    peak = mul(c, k(c, 0.5), sub(c, add(c, c.op("Log", a), c.op("Log", mu_c)), k(c, math.log(2 * math.pi))))
+    dels = sub(c, stirling_correction(c, add(c, a, b)), add(c, stirling_correction(c, a), stirling_correction(c, b)))
+    return ratio, mu, add(c, peak, dels)
+
+
+def _halley(c, a, b, y, upper, lb, large, x0):
     """The root x of F(x) = y (F = 1 - I_x(a, b) where ``upper``, else
-    I_x(a, b)) by Halley's method in logit x from ``x0``; ``lb = log B(a, b)``
-    (all 1-D, float64 and bool, of one length)."""
+    I_x(a, b)) by Halley's method in logit x from ``x0``; ``lb = log B(a, b)``;
+    where ``large`` (min(a, b) >= 100) the density in the form of
+    ``_log_density_large`` (all 1-D, float64 and bool, of one length)."""
     sign = where(c, upper, k(c, -1.0), k(c, 1.0))
     one = k(c, 1.0)
+    ratio, mu, peak = _log_density_large(c, where(c, large, a, k(c, 100.0)), where(c, large, b, k(c, 100.0)))
 
     def step(c, x, prev, lo, hi):
         i, ic = betainc_pair(c, a, b, x)
@@ -83,7 +103,11 @@ def _halley(c, a, b, y, upper, lb, x0):
         past = c.op("Greater", mul(c, sign, g), k(c, 0.0))
         hi = where(c, past, c.op("Min", hi, x), hi)
         lo = where(c, past, lo, c.op("Max", lo, x))
-        log_r = sub(c, add(c, mul(c, a, c.op("Log", x)), mul(c, b, c.op("Log", xc))), add(c, lb, c.op("Log", f)))
+        log_xc = log1p(c, c.op("Neg", x), F64)  # b log(1 - x): 1 - x rounds to 1 where b x is still large
+        log_density = sub(c, add(c, mul(c, a, c.op("Log", x)), mul(c, b, log_xc)), lb)
+        w = sub(c, div(c, x, mu), one)
+        stable = add(c, peak, mul(c, a, log1pmx(c, w)), mul(c, b, log1pmx(c, c.op("Neg", mul(c, ratio, w)))))
+        log_r = sub(c, where(c, large, stable, log_density), c.op("Log", f))
         slope = mul(c, sign, c.op("Exp", log_r))
         newton = c.op("Neg", div(c, g, slope))
         curvature = mul(c, slope, sub(c, sub(c, mul(c, a, xc), mul(c, b, x)), slope))
@@ -182,7 +206,7 @@ def _root(c, a, b, p, q):
     narrow = c.op("And", large, lt(c, div(c, div(c, b, add(c, a, b)), a), NARROW_VARIANCE))
     regular = c.op("Not", c.op("Or", c.op("Or", tail, narrow), lt(c, y, TINY)))  # subnormal y off the tail: NaN
     x = where(c, tail, c.op("Exp", t_left), where(c, narrow, temme, k(c, np.nan)))
-    return on_subset(c, regular, [a, b, y, upper, lb, x0], _halley, x)
+    return on_subset(c, regular, [a, b, y, upper, lb, large, x0], _halley, x)
 
 
 def betaincinv(c, a, b, y):

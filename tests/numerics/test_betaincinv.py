@@ -81,6 +81,26 @@ def test_float64_against_mpmath():
     assert np.all(np.abs(got[~normal] - ref[~normal]) <= 1e-300)
 
 
+LARGE = np.load(pathlib.Path(__file__).with_name("data") / "betaincinv_large_mpmath.npz")
+
+
+def test_large_shapes_against_mpmath():
+    """Shapes from 10 to 1e300 (``make_betaincinv_large_reference.py``: mpmath
+    quadrature, SciPy is no reference there: 6e-10 off at a = b = 1e16, y = 0.1,
+    and 2e-8 off at a = 7e50, b = 1.9e142): within 1e-13 x wherever the root is
+    a normal float. Before, betaincinv(1e300, 1e300, 0.5) was 0.75 and roots
+    with shapes past ~1e16 were NaN or orders of magnitude off (Halley's
+    bisection fallback from a start where I underflowed)."""
+    a, b, y, ref = LARGE["a"], LARGE["b"], LARGE["y"], LARGE["x"]
+    assert len(a) == 1000 and np.minimum(a, b).max() > 1e250 and (np.maximum(a, b) / np.minimum(a, b) > 1e100).sum() > 100
+    assert (y < 1e-100).sum() > 100 and (1 - y < 1e-10).sum() > 100 and (a == b).sum() > 200
+    got = _run("float64", a, b, y)
+    normal = ref >= TINY
+    bad = normal & ~(np.abs(got - ref) <= 1e-13 * ref)
+    assert normal.sum() > 900 and not bad.any(), list(zip(a[bad][:5], b[bad][:5], y[bad][:5], got[bad][:5], ref[bad][:5]))
+    np.testing.assert_array_equal(_run("float64", np.array([1e300]), np.array([1e300]), np.array([0.5])), [0.5])
+
+
 @pytest.mark.slow
 def test_float32_within_4_ulp():
     a, b, y, ref = (DATA[v][:FLOAT32_POINTS] for v in ("a", "b", "y", "x"))

@@ -179,8 +179,8 @@ def _temme_start(c, a, b, p, q, upper):
         g = add(c, mul(c, a, log1pmx(c, w)), mul(c, b, log1pmx(c, c.op("Neg", rw))), half_z2)
         slope = div(c, mul(c, c.op("Neg", mul(c, a, w)), add(c, one, ratio)), sub(c, one, rw))
         stepped = sub(c, v, div(c, g, slope))
-        stepped = where(c, c.op("Less", stepped, v_max), stepped, mul(c, k(c, 0.5), add(c, v, v_max)))
-        v = where(c, c.op("IsNaN", stepped), v, stepped)  # G' = 0 at z = 0: the start is the root
+        stepped = where(c, c.op("IsNaN", stepped), v, stepped)  # G' = 0 at z = 0: the start is the root
+        v = where(c, c.op("Less", stepped, v_max), stepped, mul(c, k(c, 0.5), add(c, v, v_max)))
     return mul(c, mu, c.op("Exp", v))
 
 

@@ -23,7 +23,9 @@ measured bounds; Temme's expansion for a > 20 with |x - a| < 0.3 a, so a up to 1
 bound of ``backends/onnx/rules/owens_t_f64.py`` (Patefield & Tandy).
 ``betainc`` (ternary, broadcasting) is SciPy's I_x(a, b) to the bound of
 ``backends/onnx/rules/incbeta_f64.py`` (Cephes ``incbet``); ``betaincinv``
-(ternary) is its inverse in x (``backends/onnx/rules/incbetainv_f64.py``).
+(ternary) is its inverse in x (``backends/onnx/rules/incbetainv_f64.py``;
+SciPy, the interpreter's reference here, is NaN or off at shapes past
+~1e16, where the emitted form follows mpmath).
 ``hyp2f1`` (four arguments, broadcasting) is SciPy's real 2F1(a, b; c; z)
 by Cephes ``hyp2f1.c`` (``backends/onnx/rules/hyp2f1_f64.py``: inf for
 z > 1 unless a polynomial; its error is SciPy's, ``docs/numerics.md``).

@@ -84,7 +84,7 @@ RESCALE = 1e-250
 SERIES_STEPS = 1000
 CF1_STEPS = 60000
 CF2_STEPS = 500
-RECURRENCE_STEPS = 20000
+RECURRENCE_STEPS = 2000  # Steed runs only where nu < DEBYE_ORDER (Debye and the Airy band take the rest)
 # Debye's forms (no loop) where |x - nu| >= TURNING nu^(1/3) and either nu >= DEBYE_ORDER (the
 # recurrences would need ~nu steps) or x >= CF1_LONG (CF1 would need ~x steps)
 TURNING = 20.0

@@ -92,3 +92,24 @@ def test_recurrence_at_huge_orders():
     bound = _bound(nu - 1, lo) + _bound(nu + 1, hi) + np.abs(scale) * _bound(nu, mid)
     bad = ~(np.abs(lo + hi - scale * mid) <= bound)
     assert not bad.any(), list(zip(nu[bad][:5], x[bad][:5], (lo + hi)[bad][:5], (scale * mid)[bad][:5]))
+
+
+def test_airy_functions_against_scipy(monkeypatch):
+    """``airy_f64.airy_ai`` / ``airy_bi`` (internal helpers, no op of their own: run here in
+    place of jv's body) against ``scipy.special.airy`` on x in [-30, 30] (the band reaches
+    |x| ~ 27): 1e-13 of ``max(|f|, M)``, M the modulus ``|x|^(-+1/4) / sqrt(pi)`` of the
+    oscillatory side (x < 0), i.e. relative where the function is not near a zero."""
+    import scipy.special as sp
+
+    from backends.onnx.rules import special
+    from backends.onnx.rules.airy_f64 import airy_ai, airy_bi
+
+    x = np.concatenate([np.linspace(-30, 30, 3001), [-2.09, 2.09, 8.3203353, 8.3203354]])
+    want = sp.airy(x)
+    for i in range(4):
+        monkeypatch.setitem(special.FORMULAS, "jv", lambda c, v, xx, i=i: (airy_ai(c, xx) + airy_bi(c, xx))[i])
+        got = _run("float64", np.zeros_like(x), x)
+        power = 0.25 if i % 2 else -0.25
+        modulus = np.where(x < 0, np.abs(np.minimum(x, -1.0)) ** power / np.sqrt(np.pi), 0.0)
+        scale = np.maximum(np.abs(want[i]), modulus)
+        assert np.all(np.abs(got - want[i]) <= 1e-13 * scale), i

@@ -6,10 +6,11 @@ from the worktree root (a few minutes)::
 
     PYTHONPATH=. python tests/numerics/make_jv_airy_reference.py
 
-300 candidate pairs: |v| log-uniform over [1e3, 3e4] (a third of the orders negative,
-a quarter integers, a quarter half-integers), ``x = |v| + u 20 |v|^(1/3)``, u uniform
-over (-1, 1). mpmath's ``besselj`` (hypergeometric series at up to 2e5 bits; ~3 s a
-point at 3e4) is given 5 s a point; the points it does not finish in time are dropped
+300 candidate pairs with |v| log-uniform over [1e3, 3e4] and 12 over [4e4, 1e5] (a
+third of the orders negative, a quarter integers, a quarter half-integers),
+``x = |v| + u 20 |v|^(1/3)``, u uniform over (-1, 1). mpmath's ``besselj``
+(hypergeometric series at up to 2e5 bits; ~3 s a point at 3e4, ~40 s at 1e5) is given
+5 s a point below 3e4 and 90 s above; the points it does not finish in time are dropped
 (the count is printed).
 """
 
@@ -28,7 +29,7 @@ OUT = pathlib.Path(__file__).with_name("data") / "jv_airy_mpmath.npz"
 
 
 def points(rng) -> tuple[np.ndarray, np.ndarray]:
-    v = _orders(rng, 1e3, 3e4, 300)
+    v = np.concatenate([_orders(rng, 1e3, 3e4, 300), _orders(rng, 4e4, 1e5, 12)])
     nu = np.abs(v)
     x = nu + rng.uniform(-1, 1, v.size) * 20 * nu ** (1 / 3)
     return v, x
@@ -41,7 +42,7 @@ def main() -> None:
     signal.signal(signal.SIGALRM, _alarm)
     keep, ref = [], []
     for vi, xi in zip(v, x):
-        signal.alarm(5)
+        signal.alarm(5 if abs(vi) <= 3e4 else 90)
         try:
             value = reference(vi, xi)
             signal.alarm(0)

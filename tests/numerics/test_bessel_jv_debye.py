@@ -1,6 +1,6 @@
 """``jv(v, x)`` at large orders and large x (``backends/onnx/rules/bessel_jv_f64.py``:
 Debye's expansions DLMF 10.19.3-4 and 10.19.6 away from the turning point x = |v|,
-Steed's method with its longer recurrences near it) against mpmath.
+the uniform Airy-type expansion near it, test_bessel_jv_airy.py) against mpmath.
 
 The references (``data/jv_debye_mpmath.npz``, ``make_jv_debye_reference.py``): 1,133
 points, |v| in [1e3, 1.2e4] of both signs with x = |v| exp(N(0, 0.4)) (the turning

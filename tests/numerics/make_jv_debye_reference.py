@@ -26,22 +26,17 @@ import signal
 import mpmath as mp
 import numpy as np
 
+from tests.numerics.make_bessel_debye_reference import _alarm, _Slow
+from tests.numerics.make_bessel_debye_reference import _orders as _positive_orders
+
 mp.mp.dps = 30
 OUT = pathlib.Path(__file__).with_name("data") / "jv_debye_mpmath.npz"
 
 
-class _Slow(Exception):
-    pass
-
-
-def _alarm(*_):
-    raise _Slow
-
-
 def _orders(rng, lo, hi, m):
-    nu = np.exp(rng.uniform(np.log(lo), np.log(hi), m))
-    nu[: m // 4] = np.round(nu[: m // 4])
-    nu[m // 4: m // 2] = np.round(nu[m // 4: m // 2]) + 0.5
+    """``make_bessel_debye_reference``'s orders (a quarter integers, a quarter
+    half-integers), a third of them negated."""
+    nu = _positive_orders(rng, lo, hi, m)
     return np.where(rng.random(m) < 1 / 3, -nu, nu)
 
 

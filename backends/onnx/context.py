@@ -23,6 +23,27 @@ from ir.numerics import NUMERICS
 from ir.types import DType, TensorType
 
 
+# the ops onnxruntime's NoopElimination drops, with the constant it compares to in float32
+NOOP_LOOKING = {"Add": 0.0, "Sub": 0.0, "Mul": 1.0, "Div": 1.0}
+
+
+def _scalar_double(value: oir.Value | None) -> float | None:
+    """The float of ``value`` where it is a float64 constant of one element
+    (an initializer, or a ``Constant`` node's output in a function body),
+    else None."""
+    if value is None:
+        return None
+    tensor = value.const_value
+    if tensor is None:
+        producer = value.producer()
+        if producer is None or producer.op_type != "Constant" or "value" not in producer.attributes:
+            return None
+        tensor = producer.attributes["value"].value
+    if tensor.dtype != oir.DataType.DOUBLE or tensor.size != 1:
+        return None
+    return float(tensor.numpy().reshape(-1)[0])
+
+
 def onnx_dtype(dtype: DType) -> oir.DataType:
     """The ONNX element type of an IR dtype."""
     return oir.DataType.from_numpy(dtype.numpy)
@@ -212,6 +233,14 @@ class EmitContext:
         optional input. The node is named ``<op_type>_node`` and its outputs
         after the IR node's first output (both made unique); it carries the
         IR node's provenance (``provenance.py``)."""
+        if op_type in NOOP_LOOKING and not attrs:
+            rewritten = self._avoid_noop_elimination(op_type, inputs)
+            if rewritten is not None:
+                return rewritten
+        return self._op(op_type, *inputs, num_outputs=num_outputs, **attrs)
+
+    def _op(self, op_type: str, *inputs: oir.Value | None, num_outputs: int = 1, **attrs):
+        """``op`` without its ``NoopElimination`` guard."""
         if self.node is not self._for:
             self._describe(self.node)
         fresh = self.namer.fresh
@@ -225,6 +254,44 @@ class EmitContext:
                                        metadata_props={ORIGINS_KEY: texts[0]} if texts else None))
             return output
         return self._append("", op_type, inputs, num_outputs, attrs, "")
+
+    def _avoid_noop_elimination(self, op_type: str, inputs) -> oir.Value | None:
+        """The value of ``op_type(*inputs)`` built so that onnxruntime's
+        ``NoopElimination`` cannot drop it, or None where it would not.
+
+        That rewrite rule (onnxruntime/core/optimizer/noop_elimination.cc, on
+        in every default session, onnxruntime-web's too) removes ``x + c``,
+        ``c + x``, ``x - c`` where ``c``, a constant of at most one element,
+        is 0 *after a cast to float32*, and ``x * c``, ``c * x``, ``x / c``
+        where it is 1 so: a float64 ``1e-300`` added (``log(x + 1e-300)``)
+        or a factor ``1 + 1e-10`` vanish. Here an Add/Sub of such a c
+        becomes ``Sum(x, c)`` / ``Sum(x, Neg(c))`` (the same IEEE sum; Sum is
+        not one of the rule's ops), a Mul/Div ``Sum(x, x d)`` with ``d = c -
+        1`` (exact) or ``1/c - 1``: within an ulp of ``x c`` (one more
+        rounding; a zero x may lose its sign); with ``numerics="strict"``
+        Mul/Div stay (exact in the sessions ``runtime.make_session`` builds,
+        which disable the rule). onnxruntime folds the constants built from
+        c, and c itself stays in use.
+        """
+        for i, value in enumerate(inputs):
+            c = _scalar_double(value)
+            if c is None or (i == 0 and op_type in ("Sub", "Div")):
+                continue
+            neutral = NOOP_LOOKING[op_type]
+            with np.errstate(over="ignore"):
+                if c == neutral or np.float32(c) != neutral:
+                    continue
+            other = inputs[1 - i]
+            if op_type == "Add":
+                return self._op("Sum", *inputs)
+            if op_type == "Sub":
+                return self._op("Sum", other, self._op("Neg", value))
+            if self.options.strict:
+                return None
+            one = self.const(1.0, DType.FLOAT64)
+            d = self._op("Sub", value if op_type == "Mul" else self._op("Div", one, value), one)  # c - 1: exact
+            return self._op("Sum", other, self._op("Mul", other, d))
+        return None
 
     def _append(self, domain: str, op_type: str, inputs, num_outputs: int, attrs: dict, overload: str):
         """Build, stamp and append one node (``call_function``, and ``op``

@@ -10,7 +10,10 @@ import onnxruntime as ort
 # onnxruntime 1.31's MatMulScaleFusion folds `scale * (a @ b)` into a FusedMatMul whose
 # `alpha` attribute is a float32, so a float64 scale that is not a float32 gets rounded
 # (0.1 * (x @ y) in float64 is off by ~4e-9). Disabling it keeps float64 results exact.
-DISABLED_OPTIMIZERS = ["MatMulScaleFusion"]
+# NoopElimination drops an Add/Sub of a float64 constant that is 0 in float32 and a Mul/Div by one that
+# is 1 in float32 (noop_elimination.cc casts it): the emitter writes those as Sum (context.py,
+# EmitContext._avoid_noop_elimination) except the strict Mul/Div, which need the rule off.
+DISABLED_OPTIMIZERS = ["MatMulScaleFusion", "NoopElimination"]
 
 
 def make_session(model: onnx.ModelProto | str | os.PathLike) -> ort.InferenceSession:

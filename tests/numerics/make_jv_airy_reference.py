@@ -17,13 +17,11 @@ third of the orders negative, a quarter integers, a quarter half-integers),
 from __future__ import annotations
 
 import pathlib
-import signal
-
-import numpy as np
-
-from tests.numerics.make_jv_debye_reference import _alarm, _orders, _Slow, reference
 
 import mpmath as mp
+import numpy as np
+
+from tests.numerics.make_jv_debye_reference import _orders, reference_points
 
 OUT = pathlib.Path(__file__).with_name("data") / "jv_airy_mpmath.npz"
 
@@ -39,21 +37,8 @@ def main() -> None:
     mp.mp.dps = 30
     rng = np.random.default_rng(20261130)
     v, x = points(rng)
-    signal.signal(signal.SIGALRM, _alarm)
-    keep, ref = [], []
-    for vi, xi in zip(v, x):
-        signal.alarm(5 if abs(vi) <= 3e4 else 90)
-        try:
-            value = reference(vi, xi)
-            signal.alarm(0)
-        except (_Slow, mp.libmp.NoConvergence, ValueError):
-            signal.alarm(0)
-            keep.append(False)
-            continue
-        keep.append(True)
-        ref.append(value)
-    keep = np.array(keep)
-    np.savez_compressed(OUT, v=v[keep], x=x[keep], jv=np.array(ref))
+    keep, ref = reference_points(v, x, lambda vi: 5 if abs(vi) <= 3e4 else 90)
+    np.savez_compressed(OUT, v=v[keep], x=x[keep], jv=ref)
     print(f"{keep.sum()} of {len(v)} points stored in {OUT}")
 
 

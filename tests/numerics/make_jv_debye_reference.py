@@ -55,13 +55,13 @@ def reference(v: float, x: float) -> float:
     return float(mp.besselj(mp.mpf(v), mp.mpf(x), maxprec=200000, maxterms=10**6))
 
 
-def main() -> None:
-    rng = np.random.default_rng(20261129)
-    v, x = points(rng)
+def reference_points(v, x, seconds) -> tuple[np.ndarray, np.ndarray]:
+    """``(keep, jv)``: ``reference`` at each (v, x) that mpmath finishes
+    within ``seconds(v)`` seconds (the others are left out: ``keep`` False)."""
     signal.signal(signal.SIGALRM, _alarm)
     keep, ref = [], []
     for vi, xi in zip(v, x):
-        signal.alarm(3)
+        signal.alarm(seconds(vi))
         try:
             value = reference(vi, xi)
             signal.alarm(0)
@@ -71,8 +71,14 @@ def main() -> None:
             continue
         keep.append(True)
         ref.append(value)
-    keep = np.array(keep)
-    np.savez_compressed(OUT, v=v[keep], x=x[keep], jv=np.array(ref))
+    return np.array(keep), np.array(ref)
+
+
+def main() -> None:
+    rng = np.random.default_rng(20261129)
+    v, x = points(rng)
+    keep, ref = reference_points(v, x, lambda _: 3)
+    np.savez_compressed(OUT, v=v[keep], x=x[keep], jv=ref)
     print(f"{keep.sum()} of {len(v)} points stored in {OUT}")
 
 

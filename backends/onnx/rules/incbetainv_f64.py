@@ -68,6 +68,20 @@ NEWTON_STEPS = 8
 NARROW_VARIANCE = 1e-28  # (sd(x) / x)^2 below which the start is the root
 
 
+def _normal_quantile(c, p, q, upper):
+    """Phi^-1(p) from the smaller of p and q = 1 - p (``upper``: q < p)."""
+    z = mul(c, k(c, -math.sqrt(2.0)), erfcinv(c, mul(c, k(c, 2.0), c.op("Min", p, q))))
+    return where(c, upper, c.op("Neg", z), z)
+
+
+def _mean(c, a, b):
+    """``(ratio, mu_c, mu)``: a/b, b/(a + b) and a/(a + b), without forming
+    a + b (it may overflow)."""
+    ratio = div(c, a, b)
+    mu_c = div(c, k(c, 1.0), add(c, k(c, 1.0), ratio))
+    return ratio, mu_c, mul(c, ratio, mu_c)
+
+
 def _log_density_large(c, a, b):
     """For a, b >= 20: ``(ratio, mu, peak)`` with ratio = a/b, mu = a/(a + b)
     and ``peak = a log mu + b log(1 - mu) - log B(a, b) = log(a b / (2 pi
@@ -76,10 +90,7 @@ def _log_density_large(c, a, b):
     ``x^a (1-x)^b / B(a, b)`` is then ``exp(peak + a L(w) + b L(-ratio w))``,
     w = x/mu - 1, L(u) = log(1 + u) - u, with no term of size a log x to
     cancel (those lose eps a |log x| absolutely: 1e3 at a = 1e16, x = 1e-252)."""
-    one = k(c, 1.0)
-    ratio = div(c, a, b)
-    mu_c = div(c, one, add(c, one, ratio))
-    mu = mul(c, ratio, mu_c)
+    ratio, mu_c, mu = _mean(c, a, b)
     peak = mul(c, k(c, 0.5), sub(c, add(c, c.op("Log", a), c.op("Log", mu_c)), k(c, math.log(2 * math.pi))))
     dels = sub(c, stirling_correction(c, add(c, a, b)), add(c, stirling_correction(c, a), stirling_correction(c, b)))
     return ratio, mu, add(c, peak, dels)
@@ -135,9 +146,7 @@ def _normal_start(c, a, b, p, q, upper):
     """Abramowitz & Stegun 26.5.22 (Cephes ``incbi`` for a, b > 1): the root
     of I_x(a, b) = p (= 1 - q) from a normal approximation; NaN where it fails."""
     one, two = k(c, 1.0), k(c, 2.0)
-    # yp = Phi^-1(1 - p) from the smaller of p and q
-    z = mul(c, k(c, math.sqrt(2.0)), erfcinv(c, mul(c, two, c.op("Min", p, q))))
-    yp = where(c, upper, c.op("Neg", z), z)
+    yp = c.op("Neg", _normal_quantile(c, p, q, upper))  # Phi^-1(1 - p)
     lgm = div(c, sub(c, mul(c, yp, yp), k(c, 3.0)), k(c, 6.0))
     ia, ib = div(c, one, sub(c, mul(c, two, a), one)), div(c, one, sub(c, mul(c, two, b), one))
     h = div(c, two, add(c, ia, ib))
@@ -165,11 +174,8 @@ def _temme_start(c, a, b, p, q, upper):
     0.07 of one for min(a, b) >= 100, where the normal start below (Cephes')
     is off by up to 80% of x."""
     one = k(c, 1.0)
-    z = mul(c, k(c, -math.sqrt(2.0)), erfcinv(c, mul(c, k(c, 2.0), c.op("Min", p, q))))
-    z = where(c, upper, c.op("Neg", z), z)
-    ratio = div(c, a, b)
-    mu_c = div(c, one, add(c, one, ratio))  # 1 - mu = b / r, without forming r (it may overflow)
-    mu = mul(c, ratio, mu_c)
+    z = _normal_quantile(c, p, q, upper)
+    ratio, mu_c, mu = _mean(c, a, b)
     half_z2 = mul(c, k(c, 0.5), z, z)
     v_max = log1p(c, div(c, b, a), F64)  # x = 1
     v = mul(c, z, c.op("Sqrt", div(c, mu_c, a)))
@@ -240,10 +246,9 @@ def _mirrored_root(c, a, b, y):
     z_half = c.op("Sqrt", mul(c, k(c, -2.0), add(c, mul(c, a, log1p(c, mul(c, k(c, 0.5), sub(c, div(c, b, a), one)), F64)),
                                                  mul(c, b, log1p(c, mul(c, k(c, 0.5), sub(c, div(c, a, b), one)), F64)))))
     z_half = where(c, c.op("Less", a, b), z_half, c.op("Neg", z_half))
-    z_y = mul(c, k(c, -math.sqrt(2.0)), erfcinv(c, mul(c, k(c, 2.0), c.op("Min", y, sub(c, one, y)))))
-    z_y = where(c, lt(c, y, 0.5), z_y, c.op("Neg", z_y))
+    p, q = y, sub(c, one, y)
+    z_y = _normal_quantile(c, p, q, c.op("Less", q, p))
     mirror = c.op("Or", c.op("And", c.op("IsNaN", i_half), c.op("Greater", z_y, z_half)), c.op("Greater", y, i_half))
-    p, q = y, sub(c, k(c, 1.0), y)
     root = _root(c, where(c, mirror, b, a), where(c, mirror, a, b), where(c, mirror, q, p), where(c, mirror, p, q))
     return where(c, mirror, sub(c, k(c, 1.0), root), root)
 

@@ -139,8 +139,80 @@ def test_triangular_input_against_pytensor():
     check_pytensor([a], list(pt.linalg.schur(a)), [np.triu(RNG.normal(size=(4, 4)))], rtol=1e-14, atol=1e-14)
 
 
-@pytest.mark.parametrize("kwargs, match", [({"output": "complex"}, "complex"), ({"sort": "lhp"}, "sort")])
-def test_complex_output_and_sort_are_refused(kwargs, match):
+def _check_sorted(t, z, a, sort, tol=1e-13):
+    """``schur(a, sort=...)``'s invariants against ``scipy.linalg.schur``:
+    those of ``_check``, the same number ``sdim`` of selected eigenvalues,
+    all of them (read from ``T``'s blocks) in the leading ``sdim`` rows and
+    none after, and the same invariant subspace: the projector onto ``Z``'s
+    first ``sdim`` columns equals SciPy's within ``1e3 tol`` (random spectra
+    are well separated)."""
+    _check(t, z, a, tol)
+    _, z_ref, sdim = scipy.linalg.schur(a, sort=sort)
+    test = {"lhp": lambda w: w.real < 0, "rhp": lambda w: w.real >= 0,
+            "iuc": lambda w: np.abs(w) <= 1, "ouc": lambda w: np.abs(w) > 1}[sort]
+    n, k, picked = len(t), 0, []
+    while k < n:
+        size = 2 if k + 1 < n and t[k + 1, k] != 0 else 1
+        picked += [bool(test(np.linalg.eigvals(t[k:k + size, k:k + size])[0]))] * size
+        k += size
+    assert picked == [True] * sdim + [False] * (n - sdim)
+    p, p_ref = z[:, :sdim] @ z[:, :sdim].T, z_ref[:, :sdim] @ z_ref[:, :sdim].T
+    np.testing.assert_allclose(p, p_ref, rtol=0, atol=1e3 * tol)
+
+
+@pytest.mark.parametrize("sort", ["lhp", "rhp", "iuc", "ouc"])
+@pytest.mark.parametrize("n", [1, 2, 4, 7, None])  # None: symbolic, n = 9
+def test_sort_matches_scipy(sort, n):
+    """``Schur{sort=...}`` (``schur_blocks.reorder``: ``dtrsen``'s swaps):
+    random matrices (several complex pairs, so 1 x 1 and 2 x 2 blocks swap
+    past each other in every combination), a matrix with only complex
+    pairs (orthogonal) and a scaled one (eigenvalues around the unit
+    circle's both sides)."""
+    rng = np.random.default_rng(7)
+    a = pt.dmatrix("a", shape=(n, n))
+    compiled = compile_to_onnx([a], outputs=list(pt.linalg.schur(a, sort=sort)))
+    size = n or 9
+    for trial in range(6):
+        x = rng.normal(size=(size, size)) / np.sqrt(size) * [0.5, 1.0, 1.5][trial % 3]
+        if trial == 5 and size > 1:
+            x = np.linalg.qr(x)[0] * 1.01
+        t, z = compiled.run(x)
+        _check_sorted(t, z, x, sort)
+
+
+def test_sort_constructed_blocks():
+    """A known quasi-triangular spectrum in a random orthogonal basis: real
+    eigenvalues and complex pairs inside and outside the unit circle and on
+    both half-planes, so every swap kind of ``dlaexc`` ((1, 1), (1, 2),
+    (2, 1), (2, 2)) runs; batched (``Blockwise``) with a NaN matrix, which
+    stays all NaN."""
+    t0 = np.zeros((8, 8))
+    t0[np.triu_indices(8, 1)] = RNG.normal(size=28) * 0.3
+    for k, (re, im) in {0: (2.0, 1.0), 3: (0.3, 0.4), 6: (-0.5, 2.0)}.items():
+        t0[k, k] = t0[k + 1, k + 1] = re
+        t0[k, k + 1], t0[k + 1, k] = im, -im
+    t0[2, 2], t0[5, 5] = -3.0, 0.25
+    q = np.linalg.qr(RNG.normal(size=(8, 8)))[0]
+    x = q @ t0 @ q.T
+    a = pt.dmatrix("a", shape=(8, 8))
+    batch = pt.tensor("batch", dtype="float64", shape=(None, 8, 8))
+    for sort in ["lhp", "rhp", "iuc", "ouc"]:
+        outs = vectorize_graph(list(pt.linalg.schur(a, sort=sort)), {a: batch})
+        values = np.stack([x, x.T, np.full((8, 8), np.nan)])
+        t, z = compile_to_onnx([batch], outputs=outs).run(values)
+        for k in range(2):
+            _check_sorted(t[k], z[k], values[k], sort)
+        assert np.all(np.isnan(t[2])) and np.all(np.isnan(z[2]))
+
+
+def test_sort_float32():
+    a = pt.matrix("a", dtype="float32", shape=(6, 6))
+    x = RNG.normal(size=(6, 6)).astype(np.float32)
+    t, z = compile_to_onnx([a], outputs=list(pt.linalg.schur(a, sort="lhp"))).run(x)
+    _check_sorted(t, z, x, "lhp", tol=1e-6)
+
+
+def test_complex_output_is_refused():
     a = pt.dmatrix("a", shape=(3, 3))
-    with pytest.raises(UnsupportedOpsError, match=match):
-        compile_to_onnx([a], outputs=list(pt.linalg.schur(a, **kwargs)))
+    with pytest.raises(UnsupportedOpsError, match="complex"):
+        compile_to_onnx([a], outputs=list(pt.linalg.schur(a, output="complex")))

@@ -1,9 +1,10 @@
-"""Lowering of the real Schur decomposition: ``Schur{output="real",
-sort=None}`` (``pt.linalg.schur``; LAPACK ``gees`` in PyTensor's
-``perform``) and its ``Blockwise`` batched form, ``A = Z T Z^T`` with ``Z``
+"""Lowering of the real Schur decomposition: ``Schur{output="real"}``
+(``pt.linalg.schur``; LAPACK ``gees`` in PyTensor's ``perform``) and its ``Blockwise`` batched form, ``A = Z T Z^T`` with ``Z``
 orthogonal and ``T`` quasi-upper-triangular (1 x 1 blocks for real
-eigenvalues, standardized 2 x 2 blocks for complex pairs). ``output=
-"complex"``, ``sort`` and complex inputs are refused.
+eigenvalues, standardized 2 x 2 blocks for complex pairs); with a
+``sort`` the blocks are then reordered as ``gees`` does (``dtrsen``'s
+swaps, ``schur_blocks.reorder``). ``output="complex"`` and complex inputs
+are refused.
 
 The algorithm is the textbook one (Golub & Van Loan, *Matrix
 Computations*, 4th ed., Alg. 7.4.2 and 7.5.2; LAPACK ``dgehd2`` and
@@ -31,10 +32,12 @@ other loops of ``matrix_loops.py``:
   k-1] = 0`` exactly. A matrix without an active window is done; the loop
   stops when every matrix is done or after ``30 * max(10, n) * n`` steps
   (``dlahqr``'s ``itmax`` of sweeps times the longest sweep).
-* Standardization (``dlanv2``): each remaining 2 x 2 block ``[a b; c d]``
-  is rotated, all blocks at once (they are disjoint), into upper triangular
-  form where its eigenvalues are real and into ``a = d``, ``b c < 0``
-  where they are complex, ``dlanv2``'s branches and formulas.
+* Standardization (``dlanv2``, ``schur_blocks.standardize_blocks``): each
+  remaining 2 x 2 block ``[a b; c d]`` is rotated, all blocks at once
+  (they are disjoint), into upper triangular form where its eigenvalues
+  are real and into ``a = d``, ``b c < 0`` where they are complex,
+  ``dlanv2``'s branches and formulas.
+* With a ``sort``: ``schur_blocks.reorder`` (``dtrsen``/``dlaexc``).
 
 As ``perform``: a matrix with a NaN or Inf gives all-NaN ``T`` and ``Z``,
 and so does one that does not converge (``gees``' ``info > 0``).
@@ -66,6 +69,7 @@ from compiler.lowering.rules.matrix_loops import (column, diagonal, identity_lik
                                                    size_of, unsq)
 from compiler.lowering.rules.qr import householder_vector
 from compiler.lowering.rules.scalar_ops import shape_of
+from compiler.lowering.rules.schur_blocks import off_diagonal, reorder, standardize_blocks
 from ir import DType, TensorType, Value
 
 INT64 = DType.INT64
@@ -118,14 +122,6 @@ def _entry(c: LoweringContext, h: Value, eq_rows: Value, eq_cols: Value) -> Valu
     return c.add("reduce_sum", [picked], {"axes": [h.rank - 2, h.rank - 1], "keepdims": False})
 
 
-def _off_diagonal(c: LoweringContext, h: Value, idx: Value, offset: int) -> Value:
-    """``s[k] = h[k, k + offset]`` (``(..., n)``; 0 where out of range), as
-    ``diagonal`` reads (exact)."""
-    at = c.add("eq", [idx, c.add("add", [unsq(c, idx, 1), c.scalar(offset, INT64)])])  # [k, j]: j == k + offset
-    return c.add("reduce_sum", [c.add("where", [at, h, c.scalar(-0.0, h.dtype)])],
-                 {"axes": [h.rank - 1], "keepdims": False})
-
-
 def _francis(ctx: LoweringContext, h: Value, z: Value, finite: Value) -> tuple[Value, Value, Value]:
     """Francis double-shift QR on the Hessenberg ``h`` (module docstring),
     ``z`` accumulating the rotations: ``(T, Z, done)`` with ``done``
@@ -160,7 +156,7 @@ def _francis(ctx: LoweringContext, h: Value, z: Value, finite: Value) -> tuple[V
     d = diagonal(c, bh, r_idx)
     prev = c.add("where", [c.add("ge", [r_idx, one_i]), c.add("sub", [r_idx, one_i]), c.scalar(0, INT64)])
     d_prev = c.add("gather", [d, prev], {"axis": nb})
-    s = _off_diagonal(c, bh, r_idx, -1)
+    s = off_diagonal(c, bh, r_idx, -1)
     mag = c.add("abs", [s])
     small = c.add("or", [c.add("le", [mag, c.add("mul", [eps, c.add("add", [c.add("abs", [d_prev]),
                                                                                c.add("abs", [d])])])]),
@@ -256,116 +252,21 @@ def _francis(ctx: LoweringContext, h: Value, z: Value, finite: Value) -> tuple[V
     return t_out, z_out, ctx.add("eq", [k_out, ctx.scalar(-2, INT64)])
 
 
-def _sign(c: LoweringContext, x: Value) -> Value:
-    """Fortran's ``SIGN(1, x)``: -1 where ``x < 0``, else 1."""
-    return c.add("where", [c.add("lt", [x, c.scalar(0, x.dtype)]), c.scalar(-1, x.dtype), c.scalar(1, x.dtype)])
-
-
-def _standardize(ctx: LoweringContext, t: Value, z: Value) -> tuple[Value, Value]:
-    """``dlanv2`` on every 2 x 2 block of the converged quasi-triangular
-    ``t`` (its nonzero subdiagonal entries, isolated), all blocks at once:
-    ``(G^T t G, z G)`` with ``G`` the block rotations ``[cs -sn; sn cs]``,
-    then exact zeros below the diagonal of real blocks (and below the
-    subdiagonal everywhere) and equal diagonals in complex blocks."""
-    c = ctx
-    dt = t.dtype
-    nb = t.rank - 2
-    idx = positions(c, t)
-    rows, cols = unsq(c, idx, 1), idx
-    one_i = c.scalar(1, INT64)
-    zero, one, half = c.scalar(0, dt), c.scalar(1, dt), c.scalar(0.5, dt)
-    eps = c.scalar(np.finfo(dt.numpy).eps, dt)
-    prev = c.add("where", [c.add("ge", [idx, one_i]), c.add("sub", [idx, one_i]), c.scalar(0, INT64)])
-    d = diagonal(c, t, idx)
-    cc = _off_diagonal(c, t, idx, -1)  # block k: rows k-1, k
-    block = c.add("and", [c.add("ne", [cc, zero]), c.add("ge", [idx, one_i])])
-    a = c.add("gather", [d, prev], {"axis": nb})
-    b = c.add("gather", [_off_diagonal(c, t, idx, 1), prev], {"axis": nb})  # t[k-1, k]
-    safe_c = c.add("where", [block, cc, one])
-    # dlanv2's general branch
-    temp = c.add("sub", [a, d])
-    p = c.add("mul", [half, temp])
-    ab, ac = c.add("abs", [b]), c.add("abs", [safe_c])
-    bcmax = c.add("maximum", [ab, ac])
-    bcmis = c.add("mul", [c.add("minimum", [ab, ac]), c.add("mul", [_sign(c, b), _sign(c, safe_c)])])
-    scale = c.add("maximum", [c.add("abs", [p]), bcmax])
-    scale = c.add("where", [c.add("gt", [scale, zero]), scale, one])
-    zq = c.add("add", [c.add("mul", [c.add("div", [p, scale]), p]), c.add("mul", [c.add("div", [bcmax, scale]), bcmis])])
-    real1 = c.add("ge", [zq, c.add("mul", [c.scalar(4, dt), eps])])
-    zr = c.add("add", [p, c.add("mul", [_sign(c, p), c.add("mul", [c.add("sqrt", [scale]),
-                                                                    c.add("sqrt", [c.add("abs", [zq])])])])])
-    tau1 = c.add("sqrt", [c.add("add", [c.add("mul", [safe_c, safe_c]), c.add("mul", [zr, zr])])])
-    tau1 = c.add("where", [c.add("gt", [tau1, zero]), tau1, one])
-    cs1, sn1 = c.add("div", [zr, tau1]), c.add("div", [safe_c, tau1])
-    sigma = c.add("add", [b, safe_c])
-    tau2 = c.add("sqrt", [c.add("add", [c.add("mul", [sigma, sigma]), c.add("mul", [temp, temp])])])
-    tau2 = c.add("where", [c.add("gt", [tau2, zero]), tau2, one])
-    cs2 = c.add("sqrt", [c.add("mul", [half, c.add("add", [one, c.add("div", [c.add("abs", [sigma]), tau2])])])])
-    sn2 = c.add("neg", [c.add("mul", [c.add("div", [p, c.add("mul", [tau2, cs2])]), _sign(c, sigma)])])
-    aa = c.add("add", [c.add("mul", [a, cs2]), c.add("mul", [b, sn2])])
-    bb = c.add("add", [c.add("mul", [c.add("neg", [a]), sn2]), c.add("mul", [b, cs2])])
-    c2 = c.add("add", [c.add("mul", [safe_c, cs2]), c.add("mul", [d, sn2])])
-    dd = c.add("add", [c.add("mul", [c.add("neg", [safe_c]), sn2]), c.add("mul", [d, cs2])])
-    b3 = c.add("add", [c.add("mul", [bb, cs2]), c.add("mul", [dd, sn2])])
-    c3 = c.add("add", [c.add("mul", [c.add("neg", [aa]), sn2]), c.add("mul", [c2, cs2])])
-    same = c.add("eq", [_sign(c, b3), _sign(c, c3)])
-    c3_nz, b3_nz = c.add("ne", [c3, zero]), c.add("ne", [b3, zero])
-    split = c.add("and", [c3_nz, c.add("and", [b3_nz, same])])  # real after all: one more rotation
-    sab, sac = c.add("sqrt", [c.add("abs", [b3])]), c.add("sqrt", [c.add("abs", [c3])])
-    bc = c.add("abs", [c.add("add", [b3, c3])])
-    tau3 = c.add("div", [one, c.add("sqrt", [c.add("where", [c.add("gt", [bc, zero]), bc, one])])])
-    cs3, sn3 = c.add("mul", [sab, tau3]), c.add("mul", [sac, tau3])
-    cs_split = c.add("sub", [c.add("mul", [cs2, cs3]), c.add("mul", [sn2, sn3])])
-    sn_split = c.add("add", [c.add("mul", [cs2, sn3]), c.add("mul", [sn2, cs3])])
-    swap = c.add("and", [c3_nz, c.add("invert", [b3_nz])])  # b = -c, c = 0: (cs, sn) <- (-sn, cs)
-    cs_c = c.add("where", [split, cs_split, c.add("where", [swap, c.add("neg", [sn2]), cs2])])
-    sn_c = c.add("where", [split, sn_split, c.add("where", [swap, cs2, sn2])])
-    complex_c = c.add("and", [c3_nz, c.add("and", [b3_nz, c.add("invert", [same])])])
-    # the special cases before it
-    b_zero = c.add("eq", [b, zero])
-    standard = c.add("and", [c.add("eq", [temp, zero]), c.add("ne", [_sign(c, b), _sign(c, safe_c)])])
-    cs = c.add("where", [b_zero, zero, c.add("where", [standard, one, c.add("where", [real1, cs1, cs_c])])])
-    sn = c.add("where", [b_zero, one, c.add("where", [standard, zero, c.add("where", [real1, sn1, sn_c])])])
-    is_complex = c.add("and", [block, c.add("and", [c.add("invert", [b_zero]),
-                                                    c.add("or", [standard, c.add("and", [c.add("invert", [real1]),
-                                                                                         complex_c])])])])
-    cs = c.add("where", [block, cs, one])
-    sn = c.add("where", [block, sn, zero])
-    # G: [k-1, k-1] = [k, k] = cs_k, [k-1, k] = -sn_k, [k, k-1] = sn_k for each block k
-    not_last = c.add("lt", [idx, c.add("sub", [size_of(c, t), one_i])])
-    nxt = c.add("where", [not_last, c.add("add", [idx, one_i]), idx])
-    top = c.add("and", [c.add("gather", [block, nxt], {"axis": nb}), not_last])  # row i: a block's top
-    g_diag = c.add("where", [block, cs, c.add("where", [top, c.add("gather", [cs, nxt], {"axis": nb}), one])])
-    g_up = c.add("where", [top, c.add("neg", [c.add("gather", [sn, nxt], {"axis": nb})]), zero])  # [i, i+1]
-    on_diag, on_sup, on_sub = (c.add("eq", [cols, rows]), c.add("eq", [cols, c.add("add", [rows, one_i])]),
-                               c.add("eq", [cols, c.add("sub", [rows, one_i])]))
-    g = c.add("where", [on_diag, unsq(c, g_diag, nb + 1),
-                        c.add("where", [on_sup, unsq(c, g_up, nb + 1),
-                                        c.add("where", [on_sub, unsq(c, sn, nb + 1), zero])])])
-    t = c.add("matmul", [c.add("matmul", [matrix_transpose(c, g), t]), g])
-    z = c.add("matmul", [z, g])
-    # exact structure: zero below the diagonal but in complex blocks; equal diagonals there
-    keep_sub = c.add("and", [on_sub, unsq(c, is_complex, nb + 1)])
-    t = c.add("where", [c.add("or", [c.add("le", [rows, cols]), keep_sub]), t, zero])
-    d_new = diagonal(c, t, idx)
-    mean = c.add("mul", [half, c.add("add", [c.add("gather", [d_new, prev], {"axis": nb}), d_new])])
-    pair_mean = c.add("where", [is_complex, mean, c.add("where", [c.add("and", [top, c.add("gather", [is_complex, nxt],
-                                                                                                 {"axis": nb})]),
-                                                                  c.add("gather", [mean, nxt], {"axis": nb}), d_new])])
-    t = c.add("where", [on_diag, unsq(c, pair_mean, nb + 1), t])
-    return t, z
-
-
-def real_schur(ctx: LoweringContext, a: Value) -> tuple[Value, Value]:
+def real_schur(ctx: LoweringContext, a: Value, sort: str | None = None) -> tuple[Value, Value]:
     """``(T, Z)`` of the real Schur form of ``a`` (``(..., n, n)``, float):
-    ``a = Z T Z^T`` (module docstring); all NaN for a matrix with a NaN or
-    Inf or one whose iteration did not converge."""
+    ``a = Z T Z^T`` (module docstring), reordered for ``sort`` (one of
+    ``schur_blocks.SORTS``, ``schur_blocks.reorder``) when given; all NaN for
+    a matrix with a NaN or Inf, one whose iteration did not converge or one
+    whose reordering rejected a swap."""
     finite = ctx.add("reduce_all", [ctx.add("eq", [ctx.add("sub", [a, a]), ctx.scalar(0, a.dtype)])],
                      {"axes": [a.rank - 2, a.rank - 1], "keepdims": False})  # x - x is NaN at NaN and Inf
     h, z = hessenberg(ctx, a)
     t, z, done = _francis(ctx, h, z, finite)
-    t, z = _standardize(ctx, t, z)
-    ok = unsq(ctx, unsq(ctx, ctx.add("and", [finite, done]), a.rank - 2), a.rank - 1)
+    t, z = standardize_blocks(ctx, t, z)
+    ok = ctx.add("and", [finite, done])
+    if sort is not None:
+        t, z, ok = reorder(ctx, t, z, ok, sort)
+    ok = unsq(ctx, unsq(ctx, ok, a.rank - 2), a.rank - 1)
     nan = ctx.scalar(np.nan, a.dtype)
     return ctx.add("where", [ok, t, nan]), ctx.add("where", [ok, z, nan])
 
@@ -374,10 +275,8 @@ def _schur_rule(ctx: LoweringContext, node, args: list[Value]) -> tuple[Value, V
     op = getattr(node.op, "core_op", node.op)
     if op.output != "real":
         raise Unsupported(f"Schur with output={op.output!r} (lowered: 'real')")
-    if op.sort is not None:
-        raise Unsupported(f"Schur with sort={op.sort!r} (lowered: None)")
     (a,) = float_args(ctx, node, args)
-    return real_schur(ctx, a)
+    return real_schur(ctx, a, op.sort)
 
 
 BLOCKWISE_RULES[Schur] = _schur_rule
@@ -385,10 +284,10 @@ BLOCKWISE_RULES[Schur] = _schur_rule
 
 @lowers(Schur)
 def lower_schur(ctx: LoweringContext, node) -> list[Value]:
-    """``Schur{output="real", sort=None}`` of one float matrix ``(n, n)``
+    """``Schur{output="real", sort=...}`` of one float matrix ``(n, n)``
     (module docstring): ``T`` and ``Z`` ``(n, n)`` in its dtype.
 
     Raises:
-        Unsupported: ``output="complex"``, a ``sort``, or a complex or integer result dtype.
+        Unsupported: ``output="complex"``, or a complex or integer result dtype.
     """
     return list(_schur_rule(ctx, node, [ctx.get(v) for v in node.inputs]))

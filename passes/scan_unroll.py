@@ -27,6 +27,13 @@ new leading axis::
     %u_1: f32[1,3] = unsqueeze(%s1_1) {axes=[0]}
     %ys: f32[2,3] = concat(%u, %u_1) {axis=0}         (uses of %s read %s1_1)
 
+A random node in the body (``random_uniform``/``random_normal``, the ``random``
+trait) draws anew at every step of the loop; its copies would each start a
+generator from the same seed and repeat one another's draws, so copy ``i``
+gets the seed ``SeedSequence([seed, i])`` (below 2**24, as lowering's
+seeds; random nodes in bodies nested in the copy too), and the unrolled steps
+draw independently.
+
 Loops nested in a body are unrolled when their copies land in the graph,
 and the pass also works inside the bodies of loops it keeps and of ``if``
 branches. The time is linear in the size of the unrolled graph.
@@ -39,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ir import Graph, Node, Value
+from ir.opdef import RANDOM, get_op
 from ir.transforms import add_fresh_constant, holds, inline, nested_names, walk
 from passes.base import Pass, register_pass
 
@@ -99,8 +107,10 @@ def unroll(graph: Graph, node: Node, count: int, prefix: str = "", reserved: set
     steps: list[list[Value]] = [[] for _ in body.outputs[k:]]
     for i in range(count):
         index = add_fresh_constant(graph, np.array(i, dtype=np.int64), f"{prefix}i", reserved)
+        start = len(created)
         outs = inline(graph, body, [index, *carried, *invariant], before=node, constants=constants,
                       origins=node.origins, prefix=prefix, created=created, reserved=reserved)
+        _reseed(created[start:], i)
         carried = outs[:k]
         for per_step, value in zip(steps, outs[k:]):
             per_step.append(value)
@@ -112,6 +122,18 @@ def unroll(graph: Graph, node: Node, count: int, prefix: str = "", reserved: set
         graph.replace_all_uses(old, stacked)
     graph.erase(node)
     return created
+
+
+def _reseed(nodes, step: int) -> None:
+    """Give every random node among ``nodes`` (and in their nested graphs)
+    the seed ``SeedSequence([seed, step])`` (24 bits), so the copies of
+    one body's draw differ per unrolled step."""
+    for node in nodes:
+        if get_op(node.op).has(RANDOM):
+            seed = int(np.random.SeedSequence([int(node.attrs["seed"]), step]).generate_state(1)[0]) & 0xFFFFFF
+            node.attrs = {**node.attrs, "seed": seed}
+        for sub in node.subgraphs.values():
+            _reseed(list(sub), step)
 
 
 def _add(graph: Graph, anchor: Node, op: str, inputs: list[Value], attrs: dict, created: list[Node]) -> Value:

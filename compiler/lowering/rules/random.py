@@ -157,8 +157,11 @@ def _draw(ctx: LoweringContext, op, rng, size, params, out) -> Value:
         # a parameter that does not broadcast to ``size`` (PyTensor raises): the transform's broadcast result
         # is larger than ``size``, which the reshape to ``size`` refuses at run time
         target = ctx.cast(ctx.get(size), I64)
-        if spec.core_dim_of is not None:
-            target = ctx.add("concat", [target, _core_dims(ctx, args, spec)], {"axis": 0})
+        n_core = out.type.ndim - target.shape[0]  # the draw's core dims (mvnormal's k, a permutation's n, ...)
+        if n_core:
+            core = ctx.add("slice", [ctx.add("shape", [result]), ctx.i64([result.rank - n_core]),
+                                     ctx.i64([result.rank]), ctx.i64([1])], {"axes": [0]})
+            target = ctx.add("concat", [target, core], {"axis": 0})
         result = ctx.add("reshape", [result, target])
     return ctx.cast(result, dtype)
 
@@ -208,10 +211,20 @@ def _known_dims(ctx: LoweringContext, size, args: list[Value], spec: Transform, 
 
 def _noise_input(ctx: LoweringContext, op, kind: str, dtype: DType, out, known: tuple) -> Value:
     """A new graph input of the draw's dims ``known`` (unknown ones named
-    after the input), recorded in ``random_inputs``."""
+    after the input), recorded in ``random_inputs``. In a scan body the
+    input is made in the enclosing graph with a leading step axis
+    (``ctx.noise_source``, ``rules/scan.py``: ``(n_steps, *known)``, nested
+    scans stacking one axis each, outermost first) and the body reads its
+    step's row.
+
+    Raises:
+        Unsupported: a body without a noise source (e.g. a matrix loop's).
+    """
     if ctx.graph is not ctx.record.main_graph:
-        raise Unsupported(f"random variable {op.name} inside a control-flow body under random='inputs' "
-                          "(a body cannot take a model input per step); use random='onnx'")
+        if ctx.noise_source is None:
+            raise Unsupported(f"random variable {op.name} inside a control-flow body other than a scan's under "
+                              "random='inputs'; use random='onnx'")
+        return ctx.noise_source(known, lambda outer, dims: _noise_input(outer, op, kind, dtype, out, dims))
     taken = {v.name for v in ctx.graph.inputs} | set(ctx.graph.constants)
     base = sanitize_name(out.name) or op.name
     name, i = f"{base}_noise", 1
@@ -284,9 +297,12 @@ def _seed(ctx: LoweringContext, rng) -> int:
     generators; a copy is drawn from, the variable is unchanged) and the
     number of random nodes built so far, below 2**24 (exact as ONNX's float
     ``seed`` attribute)."""
-    while not isinstance(rng, SharedVariable) and rng.owner is not None:
-        rng = next((v for v in rng.owner.inputs if isinstance(v.type, RandomType)), None)
-        if rng is None:
+    while rng is not None and not isinstance(rng, SharedVariable):
+        if rng in ctx.record.rng_sources:  # a scan body's generator: the outer one it stands for
+            rng = ctx.record.rng_sources[rng]
+        elif rng.owner is not None:
+            rng = next((v for v in rng.owner.inputs if isinstance(v.type, RandomType)), None)
+        else:
             break
     root = 0
     value = rng.get_value(borrow=True) if isinstance(rng, SharedVariable) else None

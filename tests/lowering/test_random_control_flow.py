@@ -2,7 +2,7 @@
 scans whose body draws (the generator a non-sequence, or an untraced state
 with its update, as ``collect_default_updates`` and PyMC's forward
 sampling of AR/random-walk models write them), looped and unrolled, raw
-graphs and compiled functions, and draws in ``IfElse`` branches. In
+graphs, compiled functions and PyMC's AR (2.38, with PyMC), and draws in ``IfElse`` branches. In
 distribution: a Gaussian random walk ``x_t = x_{t-1} + e_t`` has
 ``x_t ~ N(0, t + 1)`` and independent increments (KS per step at fixed
 seeds, p > 1e-3; a body that repeated one draw per step would give
@@ -166,3 +166,27 @@ def test_draw_in_an_ifelse_inside_a_scan_under_inputs():
     z = np.random.default_rng(9).standard_normal((3, 5))
     out = m.run(f, np.zeros(5), **{spec.name: z})[0]
     np.testing.assert_array_equal(out, np.cumsum(z * (f > 0)[:, None], axis=0))
+
+
+@pytest.mark.parametrize("policy", ["onnx", "inputs"])
+def test_pymc_ar_forward_sampling(policy):
+    """PyMC's ``AR`` (an ``OpFromGraph`` random variable whose scan draws the innovations) sampled
+    forward: ``x_0 ~ N(0, 1)``, ``x_t = 0.5 x_{t-1} + e_t``, so ``Var x_t = 0.25 Var x_{t-1} + 1``
+    (KS per step over 2000 series)."""
+    pm = pytest.importorskip("pymc")
+    with pm.Model():
+        ar = pm.AR("ar", rho=[0.5], sigma=1.0, init_dist=pm.Normal.dist(0, 1), steps=6, shape=(2000, 7))
+    m = compile_to_onnx([], outputs=[ar], random=policy)
+    feed = {}
+    if policy == "inputs":
+        gen = np.random.default_rng(3)
+        for spec in m.random_inputs:  # the innovations' step axis is symbolic inside PyMC's graph: 6 steps
+            shape = tuple(6 if isinstance(d, str) else d for d in spec.shape)
+            feed[spec.name] = gen.standard_normal(shape).astype(spec.dtype)
+    out = m.run(**feed)[0]
+    want = pm.draw(ar, random_seed=1)
+    assert out.dtype == want.dtype and out.shape == want.shape == (2000, 7)
+    var = 1.0
+    for t in range(7):
+        assert stats.kstest(out[:, t], stats.norm(0, np.sqrt(var)).cdf).pvalue > P_MIN
+        var = 0.25 * var + 1

@@ -105,12 +105,12 @@ def unroll(graph: Graph, node: Node, count: int, prefix: str = "", reserved: set
     created: list[Node] = []
     constants: dict[Value, Value] = {}
     steps: list[list[Value]] = [[] for _ in body.outputs[k:]]
+    draws = {n: int(n.attrs["seed"]) for n, _ in walk(body) if get_op(n.op).has(RANDOM)}  # nested bodies too
     for i in range(count):
         index = add_fresh_constant(graph, np.array(i, dtype=np.int64), f"{prefix}i", reserved)
-        start = len(created)
+        _reseed(draws, i)
         outs = inline(graph, body, [index, *carried, *invariant], before=node, constants=constants,
                       origins=node.origins, prefix=prefix, created=created, reserved=reserved)
-        _reseed(created[start:], i)
         carried = outs[:k]
         for per_step, value in zip(steps, outs[k:]):
             per_step.append(value)
@@ -124,16 +124,13 @@ def unroll(graph: Graph, node: Node, count: int, prefix: str = "", reserved: set
     return created
 
 
-def _reseed(nodes, step: int) -> None:
-    """Give every random node among ``nodes`` (and in their nested graphs)
-    the seed ``SeedSequence([seed, step])`` (24 bits), so the copies of
-    one body's draw differ per unrolled step."""
-    for node in nodes:
-        if get_op(node.op).has(RANDOM):
-            seed = int(np.random.SeedSequence([int(node.attrs["seed"]), step]).generate_state(1)[0]) & 0xFFFFFF
-            node.attrs = {**node.attrs, "seed": seed}
-        for sub in node.subgraphs.values():
-            _reseed(list(sub), step)
+def _reseed(draws: dict[Node, int], step: int) -> None:
+    """Set the seed of every random node of a body (``draws``: node -> its
+    seed in the loop) to ``SeedSequence([seed, step])`` (24 bits), before
+    copy ``step`` is inlined, so the copies of one draw differ per step."""
+    for node, seed in draws.items():
+        new = int(np.random.SeedSequence([seed, step]).generate_state(1)[0]) & 0xFFFFFF
+        node.attrs = {**node.attrs, "seed": new}
 
 
 def _add(graph: Graph, anchor: Node, op: str, inputs: list[Value], attrs: dict, created: list[Node]) -> Value:

@@ -27,6 +27,13 @@ new leading axis::
     %u_1: f32[1,3] = unsqueeze(%s1_1) {axes=[0]}
     %ys: f32[2,3] = concat(%u, %u_1) {axis=0}         (uses of %s read %s1_1)
 
+A random node in the body (``random_uniform``/``random_normal``, the ``random``
+trait) draws anew at every step of the loop; its copies would each start a
+generator from the same seed and repeat one another's draws, so copy ``i``
+gets the seed ``SeedSequence([seed, i])`` (below 2**24, as lowering's
+seeds; random nodes in bodies nested in the copy too), and the unrolled steps
+draw independently.
+
 Loops nested in a body are unrolled when their copies land in the graph,
 and the pass also works inside the bodies of loops it keeps and of ``if``
 branches. The time is linear in the size of the unrolled graph.
@@ -39,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ir import Graph, Node, Value
+from ir.opdef import RANDOM, get_op
 from ir.transforms import add_fresh_constant, holds, inline, nested_names, walk
 from passes.base import Pass, register_pass
 
@@ -97,8 +105,10 @@ def unroll(graph: Graph, node: Node, count: int, prefix: str = "", reserved: set
     created: list[Node] = []
     constants: dict[Value, Value] = {}
     steps: list[list[Value]] = [[] for _ in body.outputs[k:]]
+    draws = {n: int(n.attrs["seed"]) for n, _ in walk(body) if get_op(n.op).has(RANDOM)}  # nested bodies too
     for i in range(count):
         index = add_fresh_constant(graph, np.array(i, dtype=np.int64), f"{prefix}i", reserved)
+        _reseed(draws, i)
         outs = inline(graph, body, [index, *carried, *invariant], before=node, constants=constants,
                       origins=node.origins, prefix=prefix, created=created, reserved=reserved)
         carried = outs[:k]
@@ -112,6 +122,15 @@ def unroll(graph: Graph, node: Node, count: int, prefix: str = "", reserved: set
         graph.replace_all_uses(old, stacked)
     graph.erase(node)
     return created
+
+
+def _reseed(draws: dict[Node, int], step: int) -> None:
+    """Set the seed of every random node of a body (``draws``: node -> its
+    seed in the loop) to ``SeedSequence([seed, step])`` (24 bits), before
+    copy ``step`` is inlined, so the copies of one draw differ per step."""
+    for node, seed in draws.items():
+        new = int(np.random.SeedSequence([seed, step]).generate_state(1)[0]) & 0xFFFFFF
+        node.attrs = {**node.attrs, "seed": new}
 
 
 def _add(graph: Graph, anchor: Node, op: str, inputs: list[Value], attrs: dict, created: list[Node]) -> Value:

@@ -24,7 +24,6 @@ from compiler.lowering.context import LoweringOptions
     ({"numerics": "exact"}, ValueError, r"numerics must be one of 'fast', 'strict'; got 'exact'"),
     ({"assertions": "raise"}, ValueError, r"assertions must be one of 'drop', 'nan'; got 'raise'"),
     ({"random": "numpy"}, ValueError, r"random must be one of None, 'inputs', 'onnx'; got 'numpy'"),
-    ({"check_dynamic": True, "random": "inputs"}, ValueError, "check_dynamic compares the model with PyTensor"),
     ({"opset": 17}, ValueError, r"opset=17 is not supported: accepted opsets are 18\.\."),
     ({"opset": 18.0}, TypeError, "opset must be an int, got float"),
     ({"opset": True}, TypeError, "opset must be an int, got bool"),

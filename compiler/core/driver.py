@@ -414,7 +414,7 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
 
         TypeError, ValueError: a bad option (see ``CompileOptions``: an
             unknown ``numerics``, ``assertions`` or ``random``,
-            ``check_dynamic`` with a ``random`` policy, ``opset`` outside
+            ``opset`` outside
             ``[18, max_opset()]``, an unknown ``emit_options`` key or value
             or ``numerics`` among them, a flag that is not a bool, ...), an
             unknown option name, a bad ``passes`` list
@@ -549,5 +549,6 @@ def _compile(graph, outputs, passes, options: CompileOptions) -> CompiledModel:
     warn_slow_forms(compiled.advice)
     if options.check_dynamic:
         shapes.check_dynamic(compiled.model, ir_graph, lowered.input_vars, lowered.output_vars,
-                             example_sizes=example_sizes, session=compiled.session)
+                             example_sizes=example_sizes, session=compiled.session,
+                             random_inputs=compiled.random_inputs)
     return compiled

@@ -184,7 +184,7 @@ TOLERANCES = {"float16": (1e-2, 1e-3), "float32": (1e-4, 1e-5), "float64": (1e-9
 
 def check_dynamic(model: onnx.ModelProto, graph: Graph, input_vars: Sequence, output_vars: Sequence, *,
                   example_sizes: Mapping[str, int] | None = None, session: Any = None,
-                  seed: int = 0) -> dict[str, tuple[int, int]]:
+                  seed: int = 0, random_inputs: Sequence = ()) -> dict[str, tuple[int, int]]:
     """Run ``model`` in onnxruntime at two sizes of every symbolic input dim
     and compare with PyTensor's own function of the same graph.
 
@@ -196,6 +196,19 @@ def check_dynamic(model: onnx.ModelProto, graph: Graph, input_vars: Sequence, ou
     and values (float32 to rtol 1e-4, atol 1e-5; float64 1e-9), and the
     output dims ``graph`` declares must evaluate to that shape.
 
+    Random draws (``compile_to_onnx(..., random=...)``): PyTensor draws from
+    its own generator, so an output that depends on a draw (a generator among
+    its ancestors) is compared in dtype and shape only (declared dims
+    included); the others in value too. Noise inputs (``random="inputs"``,
+    ``random_inputs``) are fed the standard noise they are declared with
+    (U[0, 1) or standard normal, their dtype), not passed to PyTensor; their
+    dims shared with other inputs follow those, and the sizes of their own
+    dims (a draw's broadcast dims lowering could not name, a scan's step
+    axis) are the largest of the candidate and input sizes at which the
+    model runs and gives PyTensor's output shapes (a larger size fails to
+    broadcast or changes a shape; a step axis longer than the steps is
+    unread).
+
     Args:
         model: the emitted model.
         graph: its final IR (inputs and outputs in the model's order).
@@ -205,6 +218,7 @@ def check_dynamic(model: onnx.ModelProto, graph: Graph, input_vars: Sequence, ou
         session: an onnxruntime session of ``model`` (made when None).
         seed: seeds the random inputs (floats: standard normal; ints: 0 or 1;
             bools: fair coin).
+        random_inputs: the model's noise inputs (``RandomInput``s).
 
     Returns:
         dim name -> the two sizes checked.
@@ -217,10 +231,16 @@ def check_dynamic(model: onnx.ModelProto, graph: Graph, input_vars: Sequence, ou
     from pytensor.compile.mode import Mode
 
 
+    from pytensor.graph.traversal import ancestors
+    from pytensor.tensor.random.type import RandomType
+
     fn = pytensor.function(list(input_vars), list(output_vars), mode=Mode(linker="py", optimizer="fast_compile"),
                            on_unused_input="ignore", accept_inplace=True)
-    runner = _Runner(model, graph, fn, session or make_session(model), np.random.default_rng(seed))
-    names = list(dict.fromkeys(s for v in graph.inputs for d in v.shape for s in sorted(sym.symbols(d))))
+    drawn = [any(isinstance(a.type, RandomType) for a in ancestors([v])) for v in output_vars]
+    noise = {r.name: r for r in random_inputs}
+    runner = _Runner(model, graph, fn, session or make_session(model), np.random.default_rng(seed), noise, drawn)
+    names = list(dict.fromkeys(s for v in graph.inputs if v.name not in noise
+                               for d in v.shape for s in sorted(sym.symbols(d))))
     example_sizes = dict(example_sizes or {})
     base = None
     for c in CANDIDATES:
@@ -258,8 +278,13 @@ def check_dynamic(model: onnx.ModelProto, graph: Graph, input_vars: Sequence, ou
 class _Runner:
     """Runs PyTensor and onnxruntime on the same random inputs."""
 
-    def __init__(self, model, graph: Graph, fn, session, rng: np.random.Generator):
+    def __init__(self, model, graph: Graph, fn, session, rng: np.random.Generator, noise: Mapping | None = None,
+                 drawn: Sequence[bool] = ()):
         self.graph = graph
+        self.noise = dict(noise or {})  # noise input name -> RandomInput
+        self.drawn = list(drawn) or [False] * len(graph.outputs)  # outputs compared in dtype and shape only
+        self.free = list(dict.fromkeys(s for v in graph.inputs if v.name in self.noise for d in v.shape
+                                       for s in sorted(sym.symbols(d))))  # noise dims: resolved per run
         self.fn = fn
         self.session = session
         self.rng = rng
@@ -269,7 +294,7 @@ class _Runner:
 
     def accepts(self, sizes: Mapping[str, int]) -> bool:
         """Draw inputs at ``sizes`` and run PyTensor; False if it raises."""
-        arrays = [self._random(v.type, sizes) for v in self.graph.inputs]
+        arrays = [self._random(v.type, sizes) for v in self.graph.inputs if v.name not in self.noise]
         try:
             want = [np.array(r) for r in self.fn(*[a.copy() for a in arrays])]  # in-place ops may overwrite
         except Exception as e:  # noqa: BLE001 - any PyTensor failure means "not a valid size"
@@ -287,17 +312,43 @@ class _Runner:
             return self.rng.random(shape) < 0.5
         return self.rng.integers(0, 2, size=shape).astype(dtype)
 
+    def _noise(self, t: TensorType, spec, sizes: Mapping[str, int]) -> np.ndarray:
+        shape = tuple(sym.evaluate(d, sizes) for d in t.shape)
+        draw = self.rng.random(shape) if spec.noise == "uniform" else self.rng.standard_normal(shape)
+        return draw.astype(t.dtype.numpy)
+
+    def _run_with_noise(self, feed: dict, sizes: Mapping[str, int], want: list, at: str, blame: str):
+        """onnxruntime's outputs on ``feed`` plus the noise inputs, and the sizes with the noise's own
+        dims, each tried from the largest of the candidate and input sizes down (see ``check_dynamic``);
+        without noise dims of their own, one run."""
+        pool = sorted(set(CANDIDATES) | set(sizes.values()), reverse=True)
+        options = [dict(sizes)]
+        for s in self.free:
+            if s not in sizes:
+                options = [{**o, s: c} for o in options for c in pool][:512]
+        error = None
+        for trial in options:
+            noise = {v.name: self._noise(v.type, self.noise[v.name], trial) for v in self.graph.inputs
+                     if v.name in self.noise}
+            try:
+                got = self.session.run(self.output_names, {**feed, **noise})
+            except Exception as e:  # noqa: BLE001 - onnxruntime's own exception types
+                error = e
+                continue
+            if len(options) == 1 or all(g.shape == w.shape for g, w in zip(got, want)):
+                return got, trial
+        raise DynamicShapeError(f"check_dynamic: onnxruntime fails at {at}{blame}"
+                                + (f" at every size of the noise dims {self.free}" if len(options) > 1 else "")
+                                + f": {error}") from None
+
     def compare(self, sizes: Mapping[str, int], symbol: str | None) -> None:
         """onnxruntime on the inputs of the last ``accepts`` must give
         PyTensor's results; DynamicShapeError naming ``symbol`` otherwise."""
         arrays, want = self.current
         at = _sizes_text(sizes) or "the static shapes"
         blame = f" (so dim {symbol!r} does not work at {sizes[symbol]}: it may have become static)" if symbol else ""
-        feed = {v.name: a for v, a in zip(self.graph.inputs, arrays)}
-        try:
-            got = self.session.run(self.output_names, feed)
-        except Exception as e:  # noqa: BLE001 - onnxruntime's own exception types
-            raise DynamicShapeError(f"check_dynamic: onnxruntime fails at {at}{blame}: {e}") from None
+        feed = dict(zip([v.name for v in self.graph.inputs if v.name not in self.noise], arrays))
+        got, sizes = self._run_with_noise(feed, sizes, want, at, blame)
         for i, (g, w, value) in enumerate(zip(got, want, self.graph.outputs)):
             name = self.output_names[i]
             declared = tuple(None if d is None else sym.evaluate(d, sizes) for d in value.shape)
@@ -307,6 +358,8 @@ class _Runner:
             if g.shape != w.shape or g.dtype != w.dtype:
                 raise DynamicShapeError(f"check_dynamic: at {at}, output {name!r} is {g.dtype}{list(g.shape)} in "
                                         f"onnxruntime but {w.dtype}{list(w.shape)} in PyTensor{blame}")
+            if self.drawn[i]:
+                continue  # PyTensor's draws are its generator's
             rtol, atol = TOLERANCES.get(w.dtype.name, (0, 0))
             if w.dtype.kind in "biu" and not np.array_equal(g, w) or w.dtype.kind == "f" and not np.allclose(
                     g, w, rtol=rtol, atol=atol, equal_nan=True):

@@ -66,6 +66,10 @@ class LoweringRecord:
         dropped: (op label, source line) of every assertion dropped so far.
         random_inputs: the ``RandomInput`` of every noise input made so far.
         random_count: random nodes made so far (each gets its own seed).
+        rng_sources: inner generator variable of a control-flow body (a
+            scan's generator non-sequence or state) -> the outer generator
+            variable it stands for, so an ONNX draw in the body is seeded
+            from the outer generator's state (``rules/random.py``).
         specified: ``(dim, size)`` for every constant size a ``SpecifyShape``
             requires of a symbolic dim (the value's dim before PyTensor's
             static dim is adopted), for the run-time input check
@@ -76,6 +80,7 @@ class LoweringRecord:
     dropped: list = field(default_factory=list)
     random_inputs: list = field(default_factory=list)
     random_count: int = 0
+    rng_sources: dict = field(default_factory=dict)
     specified: list = field(default_factory=list)
 
 
@@ -96,6 +101,11 @@ class LoweringContext:
         bodies: how many bodies of each kind (``"scan"``, ``"if_then"``)
             this context has made, for their prefixes.
         record: the ``LoweringRecord`` (shared with nested bodies).
+        noise_source: None in the top-level graph and in bodies that cannot
+            take noise inputs; in a scan body, ``provide(known, create)``
+            (``rules/scan.py``) returning the body value of one step's noise
+            of dims ``known``, made by ``create(outer_ctx, dims)`` in the
+            enclosing graph with a leading step axis (``random="inputs"``).
         expansions: PyTensor variable -> (its source variable, k) for every
             ``DimShuffle`` output that only prepends ``k`` broadcastable axes
             (``DimShuffle{order=('x',)*k + (0, 1, ...)}``). Such a node is
@@ -114,6 +124,7 @@ class LoweringContext:
         self.memo: dict[tuple, Any] = {}
         self.options = options if options is not None else LoweringOptions()
         self.prefix = ""
+        self.noise_source = None
         self.bodies: dict[str, int] = {}
         self.record = record if record is not None else LoweringRecord(main_graph=graph)
         self.constants = None  # a const_eval.ConstantEvaluator for the top-level graph

@@ -35,7 +35,7 @@ def test_an_unsupported_op_in_a_scan_body_names_it_and_its_line():
     assert _line("searchsorted(x_t, x_t)") in message
 
 
-def test_random_draws_in_a_scan_name_the_generator_and_the_line():
+def test_random_draws_in_a_scan_without_a_random_policy_name_the_option_and_the_line():
     x = pt.dvector("x")
     with warnings.catch_warnings():  # PyTensor 3 deprecates RandomStream and returning updates
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -45,7 +45,7 @@ def test_random_draws_in_a_scan_name_the_generator_and_the_line():
     with pytest.raises(UnsupportedOpsError) as info:
         compile_to_onnx([x], outputs=[ys])
     message = str(info.value)
-    assert "random draws or other non-tensor state inside a scan" in message
+    assert "scan body of Scan" in message and "random='inputs'" in message  # needs a random policy
     assert _line("srng.normal(), sequences") in message
 
 

@@ -195,12 +195,25 @@ def test_generator_as_output_is_unsupported():
         compile_to_onnx([], outputs=[x, x.owner.outputs[0]], random="onnx")
 
 
-def test_bad_policy_and_check_dynamic():
+def test_bad_policy():
     x = pt.random.normal(size=(3,), rng=_rng())
     with pytest.raises(ValueError, match="random must be one of"):
         compile_to_onnx([], outputs=[x], random="numpy")
-    with pytest.raises(ValueError, match="check_dynamic"):
-        compile_to_onnx([], outputs=[x], random="onnx", check_dynamic=True)
+
+
+@pytest.mark.parametrize("policy", ["onnx", "inputs"])
+def test_check_dynamic_compares_draws_in_dtype_and_shape(policy):
+    """``check_dynamic`` under a ``random`` policy: the draw ``normal(mu, sigma)`` (its noise's second
+    dim unnamed: mu's or sigma's) in dtype and shape at two sizes of every dim, the draw-free output
+    ``2 mu`` in value too; a model whose draw-free output is wrong is still caught."""
+    mu, sigma = pt.matrix("mu"), pt.vector("sigma")
+    x = pt.random.normal(mu, sigma, rng=_rng(), name="x")
+    m = compile_to_onnx([mu, sigma], outputs=[x, 2 * mu], random=policy, check_dynamic=True)
+    assert [s.shape for s in m.random_inputs] == ([] if policy == "onnx" else [("mu_dim0", "x_noise_dim1")])
+    from compiler.core import shapes
+    from compiler.core.shapes import DynamicShapeError
+    with pytest.raises(DynamicShapeError, match="differs from PyTensor"):
+        shapes.check_dynamic(m.model, m.ir, m.input_variables, [x, 3 * mu], random_inputs=m.random_inputs)
 
 
 def test_model_is_valid_onnx():

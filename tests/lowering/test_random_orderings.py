@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytensor
 import pytensor.tensor as pt
 import pytest
 from scipy import stats
@@ -65,10 +66,39 @@ def test_permutation_of_a_symbolic_int_and_of_an_array():
     np.testing.assert_array_equal(draws, values[np.argsort(-u, kind="stable")])
 
 
-def test_permutation_of_a_batch_of_arrays_is_refused_with_the_reason():
-    x = pt.random.permutation(np.arange(6.0).reshape(3, 2), size=(4,), rng=_rng())
-    with pytest.raises(UnsupportedOpsError, match="permutation of an array with batch dims"):
-        compile_to_onnx([], outputs=[x], random="inputs")
+@pytest.mark.parametrize("size", [(RUNS,), (RUNS // 4, 4)])
+def test_permutation_of_a_batch_of_arrays_permutes_each_member_by_its_own_keys(size):
+    """``size=`` batches a permutation of an array (PyTensor 3's batch dims; 2.38 alike): member ``b``
+    is ``a`` (broadcast to the batch) in the decreasing order of its own keys ``u[b]``; the draws
+    have PyTensor's dtype and shape, and every ordering of the 3 rows is equally likely."""
+    values = np.arange(6.0).reshape(3, 2)
+    x = pt.random.permutation(values, size=size, rng=_rng())
+    m = compile_to_onnx([], outputs=[x], random="inputs")
+    name, u = _noise_of(m, size + (3,))
+    assert m.random_inputs[0].shape == size + (3,)
+    draws = m.run(**{name: u})[0]
+    want = x.eval()
+    assert draws.dtype == want.dtype and draws.shape == want.shape == size + (3, 2)
+    np.testing.assert_array_equal(draws, values[np.argsort(-u, axis=-1, kind="stable")])
+    perms = {p: 1 / 6 for p in itertools.permutations(range(3))}
+    rows = draws.reshape(-1, 3, 2)[:, :, 0] / 2
+    assert _chi2_p([tuple(int(v) for v in r) for r in rows], perms) > P_MIN
+    onnx_rows = compile_to_onnx([], outputs=[x], random="onnx").run()[0].reshape(-1, 3, 2)[:, :, 0] / 2
+    assert _chi2_p([tuple(int(v) for v in r) for r in onnx_rows], perms) > P_MIN
+
+
+def test_permutation_of_a_symbolic_array_with_size_broadcasts_it():
+    """A symbolic (n, 2) ``a`` with ``size=(3, 2)``: each of the 3 x 2 members permutes the rows of
+    ``a`` by its own keys; the noise's population dim is ``a``'s first."""
+    a = pt.matrix("a")
+    x = pt.random.permutation(a, size=(3, 2), rng=_rng())
+    m = compile_to_onnx([a], outputs=[x], random="inputs")
+    assert m.random_inputs[0].shape == (3, 2, "a_dim0")
+    values = np.arange(10.0).reshape(5, 2)
+    name, u = _noise_of(m, (3, 2, 5))
+    draws = m.run(values, **{name: u})[0]
+    np.testing.assert_array_equal(draws, values[np.argsort(-u, axis=-1, kind="stable")])
+    assert draws.shape == pytensor.function([a], x)(values).shape == (3, 2, 5, 2)
 
 
 def test_choice_without_replacement_of_an_int_is_a_uniform_ordered_sample():

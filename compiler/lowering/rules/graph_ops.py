@@ -5,6 +5,7 @@ specific rule applies) is inlined into the IR graph."""
 from __future__ import annotations
 
 from pytensor.compile.builders import OpFromGraph
+from pytensor.tensor.random.type import RandomType
 
 from compiler.lowering.errors import Unsupported, UnsupportedOpsError
 from compiler.lowering.context import LoweringContext
@@ -18,17 +19,29 @@ def lower_op_from_graph(ctx: LoweringContext, node) -> list[Value]:
     """Inline ``OpFromGraph`` (``pytensor.compile.builders``): its inner
     ``fgraph`` is lowered on the IR values of the node's inputs (explicit
     inputs, then the implicit shared-variable inputs, in ``fgraph.inputs``
-    order). Nested OpFromGraphs inline recursively.
+    order). Nested OpFromGraphs inline recursively. A random generator
+    input (PyMC's symbolic random variables: ``AutoRegressiveRV`` and
+    others wrap their draws so) has no IR value: its inner variable stands
+    for the outer one (``LoweringRecord.rng_sources``, the draws' seeds),
+    and a generator output is None (``rules/random.py``).
 
     Returns:
-        The IR values of the inner outputs, one per node output.
+        The IR values of the inner outputs, one per node output (None for
+        a generator).
 
     Raises:
         Unsupported: some inner node cannot be lowered; the message lists
             the inner ops and reasons.
     """
     fgraph = node.op.fgraph
-    return inline_graph(ctx, fgraph.inputs, fgraph.outputs, [ctx.get(v) for v in node.inputs])
+    args = []
+    for outer, inner in zip(node.inputs, fgraph.inputs):
+        if isinstance(outer.type, RandomType):
+            ctx.record.rng_sources[inner] = outer
+            args.append(None)
+        else:
+            args.append(ctx.get(outer))
+    return inline_graph(ctx, fgraph.inputs, fgraph.outputs, args)
 
 
 def inline_graph(ctx: LoweringContext, inputs, outputs, args: list[Value]) -> list[Value]:
@@ -43,10 +56,10 @@ def inline_graph(ctx: LoweringContext, inputs, outputs, args: list[Value]) -> li
         Unsupported: listing the inner nodes that could not be lowered.
     """
     outer_values, outer_source, outer_label = ctx.values, ctx.source, ctx.op_label
-    ctx.values = dict(zip(inputs, args, strict=True))
+    ctx.values = {v: a for v, a in zip(inputs, args, strict=True) if a is not None}  # None: a generator
     try:
         lower_apply_nodes(ctx, inputs, outputs, source=outer_source)
-        return [ctx.get(v) for v in outputs]
+        return [None if isinstance(v.type, RandomType) else ctx.get(v) for v in outputs]
     except UnsupportedOpsError as e:
         raise Unsupported("inner graph: " + "; ".join(f"{o.op}: {o.reason}" for o in e.occurrences)) from None
     finally:

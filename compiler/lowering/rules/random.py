@@ -15,14 +15,21 @@ comes from is the policy:
   made unique), of the noise dtype and that shape (static dims as
   PyTensor knows them, others named ``<input>_dim<axis>``); the caller
   supplies it, so the randomness is theirs, reproducibly.
-  ``CompiledModel.random_inputs`` describes each (``RandomInput``).
+  ``CompiledModel.random_inputs`` describes each (``RandomInput``). A
+  draw in a scan body gets its input in the enclosing graph with a leading
+  step axis (``(n_steps, *dims)``, one axis per enclosing scan, outermost
+  first; ``LoweringContext.noise_source``, ``rules/scan.py``) and reads its
+  step's row. A draw in an ``IfElse`` branch is computed in the enclosing
+  graph (PyTensor's form), so its input is fed whether or not the branch runs.
 - ``random="onnx"``: the noise is drawn in the model (``random_uniform`` /
   ``random_normal``, ONNX ``RandomUniformLike``/``RandomNormalLike``); each
   node gets its own seed, derived from the state of the PyTensor generator
   behind the draw (a shared ``Generator``; 0 otherwise) and the draw's
   position in the graph, so recompiling repeats the model and reseeding the
   PyTensor generator changes it. onnxruntime advances each node's generator
-  at every run (its ``std::default_random_engine``: 31 bits per draw).
+  at every run (its ``std::default_random_engine``: 31 bits per draw), and
+  at every step of the ``Loop`` a draw in a scan body sits in
+  (``scan-unroll`` reseeds each unrolled copy).
 - ``None`` (the default): random variables are unsupported (an exported
   model would otherwise silently fix or drop its randomness).
 
@@ -46,7 +53,9 @@ parameters may have a dim that is neither 1 nor ``size``'s is reshaped to
 ``size``, which fails at run time where they do not broadcast to it. The next-generator output of a node has no IR value: the draws that
 read it draw new noise of their own, and a generator as a model output is
 unsupported (models are stateless; a compiled function's updates are not
-exported). Other distributions are unsupported, with the reason.
+exported; PyTensor's JAX backend returns a functional PRNG key there, which
+ONNX's node-internal generators have no equivalent of). Other distributions
+are unsupported, with the reason.
 """
 
 from __future__ import annotations
@@ -103,7 +112,8 @@ def lower_random_variable(ctx: LoweringContext, node) -> list[Value | None]:
 
     Raises:
         Unsupported: no ``random`` policy, a distribution without a transform
-            here, a float16 draw, or noise inputs inside a control-flow body.
+            here, a float16 draw, or noise inputs inside a control-flow body
+            other than a scan's (a matrix loop's).
     """
     rng, size, *params = node.inputs
     return [None, _draw(ctx, node.op, rng, size, params, node.outputs[1])]
@@ -157,8 +167,11 @@ def _draw(ctx: LoweringContext, op, rng, size, params, out) -> Value:
         # a parameter that does not broadcast to ``size`` (PyTensor raises): the transform's broadcast result
         # is larger than ``size``, which the reshape to ``size`` refuses at run time
         target = ctx.cast(ctx.get(size), I64)
-        if spec.core_dim_of is not None:
-            target = ctx.add("concat", [target, _core_dims(ctx, args, spec)], {"axis": 0})
+        n_core = out.type.ndim - target.shape[0]  # the draw's core dims (mvnormal's k, a permutation's n, ...)
+        if n_core:
+            core = ctx.add("slice", [ctx.add("shape", [result]), ctx.i64([result.rank - n_core]),
+                                     ctx.i64([result.rank]), ctx.i64([1])], {"axes": [0]})
+            target = ctx.add("concat", [target, core], {"axis": 0})
         result = ctx.add("reshape", [result, target])
     return ctx.cast(result, dtype)
 
@@ -208,10 +221,20 @@ def _known_dims(ctx: LoweringContext, size, args: list[Value], spec: Transform, 
 
 def _noise_input(ctx: LoweringContext, op, kind: str, dtype: DType, out, known: tuple) -> Value:
     """A new graph input of the draw's dims ``known`` (unknown ones named
-    after the input), recorded in ``random_inputs``."""
+    after the input), recorded in ``random_inputs``. In a scan body the
+    input is made in the enclosing graph with a leading step axis
+    (``ctx.noise_source``, ``rules/scan.py``: ``(n_steps, *known)``, nested
+    scans stacking one axis each, outermost first) and the body reads its
+    step's row.
+
+    Raises:
+        Unsupported: a body without a noise source (e.g. a matrix loop's).
+    """
     if ctx.graph is not ctx.record.main_graph:
-        raise Unsupported(f"random variable {op.name} inside a control-flow body under random='inputs' "
-                          "(a body cannot take a model input per step); use random='onnx'")
+        if ctx.noise_source is None:
+            raise Unsupported(f"random variable {op.name} inside a control-flow body other than a scan's under "
+                              "random='inputs'; use random='onnx'")
+        return ctx.noise_source(known, lambda outer, dims: _noise_input(outer, op, kind, dtype, out, dims))
     taken = {v.name for v in ctx.graph.inputs} | set(ctx.graph.constants)
     base = sanitize_name(out.name) or op.name
     name, i = f"{base}_noise", 1
@@ -281,12 +304,19 @@ def _is_none(var) -> bool:
 def _seed(ctx: LoweringContext, rng) -> int:
     """The seed of the next random node: from the state of the shared NumPy
     generator behind ``rng`` (followed back through earlier draws' next
-    generators; a copy is drawn from, the variable is unchanged) and the
+    generators and from a scan body's generator to the scan's,
+    ``LoweringRecord.rng_sources``; a copy is drawn from, the variable is
+    unchanged) and the
     number of random nodes built so far, below 2**24 (exact as ONNX's float
     ``seed`` attribute)."""
-    while not isinstance(rng, SharedVariable) and rng.owner is not None:
-        rng = next((v for v in rng.owner.inputs if isinstance(v.type, RandomType)), None)
-        if rng is None:
+    seen = set()
+    while rng is not None and not isinstance(rng, SharedVariable) and rng not in seen:
+        seen.add(rng)
+        if rng in ctx.record.rng_sources:  # a scan body's generator: the outer one it stands for
+            rng = ctx.record.rng_sources[rng]
+        elif rng.owner is not None:
+            rng = next((v for v in rng.owner.inputs if isinstance(v.type, RandomType)), None)
+        else:
             break
     root = 0
     value = rng.get_value(borrow=True) if isinstance(rng, SharedVariable) else None

@@ -51,8 +51,9 @@ and PyTensor's agree in distribution, never value by value.
   signature (``core=None``).
 
 Parameter values are not checked (as documented in ``random.py``).
-Distributions without an entry are unsupported; so is a permutation of an
-array with batch dims (``_take_population``).
+Distributions without an entry are unsupported. A permutation or choice of a
+batch of arrays (``size=``, or an ``a`` with batch dims) takes each batch
+member's own order of its own items (``_take_population``).
 """
 
 from __future__ import annotations
@@ -645,7 +646,8 @@ def _population(ctx, params, core, consts) -> tuple:
     """The population size of a permutation or choice: the value of a first parameter of core rank 0
     (``arange(a)``; its first element where ``size`` batches it: the draws share one core shape), else
     the first core axis of the array; static where the parameter's value (``consts``: PyTensor's constant
-    values of the parameters, None where not constant) or its shape is known."""
+    values of the parameters, None where not constant) or its shape is known, the array's dim name
+    where it is symbolic (so the noise's last dim is the population's)."""
     a = params[0]
     batch = a.rank - core[0]
     if core[0] == 0:
@@ -656,7 +658,8 @@ def _population(ctx, params, core, consts) -> tuple:
                                   ctx.i64([1])], {"axes": [0]})
         return None, first
     n = dim_of(ctx, a, batch)
-    return (n if isinstance(n, int) else None), ctx.add("reshape", [int64_value(ctx, n), ctx.i64([1])])
+    known = a.shape[batch] if isinstance(a.shape[batch], (int, str)) else None  # a symbolic dim keeps its name
+    return known, ctx.add("reshape", [int64_value(ctx, n), ctx.i64([1])])
 
 
 def _top_indices(ctx, keys: Value, count: Value | None) -> Value:
@@ -671,17 +674,33 @@ def _top_indices(ctx, keys: Value, count: Value | None) -> Value:
 
 
 def _take_population(ctx, a: Value, n_core: int, order: Value, what: str) -> Value:
-    """The population's items at ``order``: ``order`` itself for a core-rank-0 ``a`` (``arange(a)``),
-    else ``a`` gathered along its first axis (a draw without batch dims: ``a`` of core rank only).
-
-    Raises:
-        Unsupported: an array population with batch dims."""
+    """The population's items at ``order`` (int64 ``(*B, m)``, indices into the population's ``n``
+    items): ``order`` itself for a core-rank-0 ``a`` (``arange(a)``), else ``a``'s items along its first
+    core axis, ``(*B, m, *rest)`` for ``a`` of shape ``(*batch, n, *rest)``. Without batch dims a
+    ``gather`` of ``a``; with them ``a`` is broadcast to ``(*B, n, *rest)`` (ONNX ``Expand``: a batch
+    that does not broadcast to ``B`` fails at run time, where PyTensor raises), flattened to
+    ``(prod(B) n, *rest)`` and gathered at ``order + n * (flat batch index)`` (NumPy's
+    ``take_along_axis`` of each batch member's own order, as NumPy's per-draw loop)."""
     if n_core == 0:
         return order
-    if a.rank != n_core or order.rank != 1:
-        raise Unsupported(f"{what} of an array with batch dims (size=) is not lowered: the gather of a "
-                          "batch of orders from a batch of arrays is not implemented")
-    return ctx.add("gather", [a, order], {"axis": 0})
+    if a.rank == n_core and order.rank == 1:
+        return ctx.add("gather", [a, order], {"axis": 0})
+    nb = order.rank - 1
+    shape_a = ctx.add("shape", [a])
+    core_shape = ctx.add("slice", [shape_a, ctx.i64([a.rank - n_core]), ctx.i64([a.rank]), ctx.i64([1])],
+                         {"axes": [0]})  # (n, *rest)
+    batch_shape = ctx.add("slice", [ctx.add("shape", [order]), ctx.i64([0]), ctx.i64([nb]), ctx.i64([1])],
+                          {"axes": [0]})
+    n = ctx.add("slice", [core_shape, ctx.i64([0]), ctx.i64([1]), ctx.i64([1])], {"axes": [0]})
+    rest = ctx.add("slice", [core_shape, ctx.i64([1]), ctx.i64([n_core]), ctx.i64([1])], {"axes": [0]})
+    whole = ctx.add("expand", [a, ctx.add("concat", [batch_shape, core_shape], {"axis": 0})])
+    members = ctx.add("reduce_prod", [batch_shape], {"axes": (), "keepdims": True})  # prod(B), shape (1,)
+    items = ctx.add("mul", [members, n])
+    flat = ctx.add("reshape", [whole, ctx.add("concat", [items, rest], {"axis": 0})])
+    scalar = lambda v: ctx.add("reshape", [v, ctx.i64([])])  # noqa: E731
+    starts = ctx.add("range", [ctx.scalar(0, I64), scalar(items), scalar(n)])  # n * (flat batch index)
+    starts = ctx.add("reshape", [starts, ctx.add("concat", [batch_shape, ctx.i64([1])], {"axis": 0})])
+    return ctx.add("gather", [flat, ctx.add("add", [order, starts])], {"axis": 0})
 
 
 def _permutation(ctx, u, p, core):

@@ -37,8 +37,17 @@ rows or keeps the last step is lowered as any other. Mit-mot outputs (what
 ``grad`` of a scan builds: the backward scan reads and accumulates rows of
 one buffer) carry their whole buffer through the loop: the body gathers the
 rows it reads and ``scatter_nd`` writes the rows it produces (``_MitMot``).
-Unsupported (named in the error): non-tensor state such as the random
-generator of draws inside a scan.
+Random draws in the body (``rules/random.py``): a generator non-sequence
+or untraced state (the RNG a body draws from, with or without its update)
+has no IR value; the body's draws map their inner generator to the outer
+one (``LoweringRecord.rng_sources``, for the ``random="onnx"`` seeds) and
+the scan's next-generator output is None (models are stateless). Under
+``random="onnx"`` the draws are ONNX random nodes inside the loop (a new
+draw at every step: the node's generator advances per execution); under
+``random="inputs"`` each draw's noise is an input of the enclosing graph
+with a leading step axis, ``(n_steps, *draw dims)`` (``_NoiseRows``), and
+step ``i`` reads row ``i``. Unsupported (named in the error): a generator
+as a sequence or traced state, and other non-tensor state.
 
 A carried state starting from a shared variable is computed inside the loop
 exactly as PyTensor computes it, but an exported model cannot write the
@@ -58,6 +67,7 @@ from pytensor.scalar import basic as ps
 from pytensor.tensor.basic import NotScalarConstantError, get_underlying_scalar_constant_value
 from pytensor.tensor.basic import ScalarFromTensor, TensorFromScalar
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.random.type import RandomType
 from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.subtensor import IncSubtensor, Subtensor
 
@@ -88,18 +98,20 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
         nit-sots, then untraced sit-sots (``Scan.perform``'s order).
 
     Raises:
-        Unsupported: non-tensor inputs (a random generator),
-            or inner ops without a lowering (listed with their source lines).
+        Unsupported: non-tensor inputs other than a generator non-sequence
+            or untraced state, or inner ops without a lowering (listed with
+            their source lines).
     """
     op, info = node.op, node.op.info
-    for v in node.inputs:
-        if not hasattr(v.type, "dtype"):
-            raise Unsupported(f"scan reading {v} of type {v.type} (random draws or other non-tensor state "
-                              f"inside a scan)")
     n_states = info.n_mit_sot + info.n_sit_sot
     layout = [info.n_seqs, info.n_mit_mot, n_states, info.n_untraced_sit_sot, info.n_nit_sot]
     seqs, mit_mot_bufs, buffers, untraced, nit_sizes = _split(node.inputs[1:], layout)
     non_seqs = node.inputs[1 + sum(layout):]
+    generators = set(untraced) | set(non_seqs)
+    for v in node.inputs:
+        if not hasattr(v.type, "dtype") and not (isinstance(v.type, RandomType) and v in generators):
+            raise Unsupported(f"scan reading {v} of type {v.type} (non-tensor state other than a random "
+                              f"generator non-sequence or untraced state)")
     all_taps = [tuple(t) for t in info.mit_sot_in_slices + info.sit_sot_in_slices]
     n_var = node.inputs[0]
     n = ctx.cast(ctx.get(n_var), INT64)
@@ -119,20 +131,30 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
     inner_untraced, inner_non_seqs = inner_taps[:info.n_untraced_sit_sot], inner_taps[info.n_untraced_sit_sot:]
 
     carried_init = [ctx.get(mm.buffer) for mm in mit_mots] + [r for st in states for r in st.init_registers]
+    for outer, inner in zip(untraced + non_seqs, inner_untraced + inner_non_seqs):
+        if isinstance(outer.type, RandomType):
+            ctx.record.rng_sources[inner] = outer
     for outer, inner in zip(untraced, inner_untraced):
+        if isinstance(outer.type, RandomType):
+            continue
         _warn_if_shared(outer, node, ctx)
         carried_init.append(ctx.get(outer))
         body.ctx.values[inner] = body.input(ir_type(inner), inner.name or "state")
 
-    invariant = [ctx.get(v) for v in seqs] + [ctx.get(v) for v in non_seqs]
+    tensor_non_seqs = [(v, inner) for v, inner in zip(non_seqs, inner_non_seqs) if not isinstance(v.type, RandomType)]
+    invariant = [ctx.get(v) for v in seqs] + [ctx.get(v) for v, _ in tensor_non_seqs]
     invariant_in = [body.input(v.type, v.name or "seq") for v in invariant[:len(seqs)]]
-    invariant_in += [body.input(ctx.get(v).type, v.name or "arg") for v in non_seqs]
+    invariant_in += [body.input(ctx.get(v).type, v.name or "arg") for v, _ in tensor_non_seqs]
     for inner, seq_in in zip(inner_seqs, invariant_in):
         body.ctx.values[inner] = body.ctx.add("gather", [seq_in, i], {"axis": 0}, name=inner.name)
-    body.ctx.values.update(zip(inner_non_seqs, invariant_in[len(seqs):]))
+    body.ctx.values.update(zip([inner for _, inner in tensor_non_seqs], invariant_in[len(seqs):]))
+    noise = _NoiseRows(ctx, body, i, n_var)
+    body.ctx.noise_source = noise.provide
 
     inner_out = list(op.inner_outputs)
-    results = body.lower(inner_in, inner_out, f"scan body of {op}")
+    tensor_out = [v for v in inner_out if not isinstance(v.type, RandomType)]
+    lowered = iter(body.lower(inner_in, tensor_out, f"scan body of {op}"))
+    results = [None if isinstance(v.type, RandomType) else next(lowered) for v in inner_out]
     new_buffers = []
     for mm in mit_mots:
         new_buffers.append(mm.write(body, i, results[:len(mm.out_taps)]))
@@ -151,11 +173,11 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
     carried_out: list[Value] = list(new_buffers)
     for st, new in zip(states, new_states):
         carried_out += st.registers[1:] + [new]
-    carried_out += untraced_out
+    carried_out += [v for v, outer in zip(untraced_out, untraced) if not isinstance(outer.type, RandomType)]
     stacked = [new for st, new in zip(states, new_states) if st.stacked] + nit_out
     graph = body.finish(condition + carried_out + stacked)
 
-    loop = ctx.graph.create_node("loop", [n, *carried_init, *invariant],
+    loop = ctx.graph.create_node("loop", [n, *carried_init, *invariant, *noise.outer],
                                  {"num_carried": len(carried_init), "has_condition": bool(info.as_while)},
                                  subgraphs={"body": graph})
     loop.origins = ctx.origins
@@ -173,8 +195,37 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
     for size, y in zip(nit_sizes, traces):
         whole = _same(size, n_var)  # what scan() builds; a while loop's shorter trace too
         outputs.append(y if whole else _final_rows(ctx, y, 0, ctx.cast(ctx.get(size), INT64), steps, stop_n))
-    outputs += list(finals)
+    finals = iter(finals)  # untraced states; a generator's is None
+    outputs += [None if isinstance(v.type, RandomType) else next(finals) for v in untraced]
     return outputs
+
+
+class _NoiseRows:
+    """The noise inputs of the draws in one scan body under
+    ``random="inputs"`` (``rules/random.py``): each is made in the
+    enclosing graph (by the caller's ``create``, so nested scans stack
+    their step axes, outermost first) with a leading axis of the step count
+    (its constant value, else a named dim), passed to the loop as an
+    invariant input, and read at step ``i`` as row ``i`` (``gather``: the
+    draw's dims). A while scan that stops early leaves the later rows
+    unread.
+
+    Attributes:
+        outer: the enclosing graph's noise values, in the order of their
+            body inputs (after the other invariant inputs).
+    """
+
+    def __init__(self, ctx: LoweringContext, body: Body, i: Value, n_var):
+        self._ctx, self._body, self._i = ctx, body, i
+        self._steps = _constant_int(ctx, n_var)
+        self.outer: list[Value] = []
+
+    def provide(self, known: tuple, create) -> Value:
+        """One step's noise of dims ``known`` in the body (see the class)."""
+        outer = create(self._ctx, (self._steps, *known))
+        self.outer.append(outer)
+        inner = self._body.input(outer.type, outer.name)
+        return self._body.ctx.add("gather", [inner, self._i], {"axis": 0})
 
 
 class _MitMot:

@@ -22,7 +22,8 @@ module imports them) by versions that compile the same graph with our ONNX mode:
 - ``compile_random_function``: compiles with ``random="inputs"`` in an
   ONNX-mode function whose linker draws each noise input with NumPy
   (``m.random_inputs``: standard normal or U[0, 1) of the input's dtype and
-  shape) at every call, so the test's own moment / KS checks judge the draws.
+  shape) at every call, so the test's own moment / KS checks judge the draws
+  (a noise input of a symbolic size: ``random="onnx"``, the model draws it).
   The updates of random generators are dropped (the noise is fresh at every
   call: the stream advances without them; a generator is not a model output).
 - the backends' modes (``"JAX"``, ``"PYTORCH"`` by name, and the test files'
@@ -41,10 +42,11 @@ Each test is classified:
   redirected to ours) and its own check failed on it (a value the test
   expected, or a check of the backend's internals: the message says which);
 - n/a: the test never reached our compile (it checks the JAX / PyTorch
-  linker itself), or every compare matched and a backend-specific check after
+  linker itself), its graph wraps a JAX function (``wrap_jax``), or every compare matched and a backend-specific check after
   them failed (the message says which: a ``DID NOT RAISE`` is a backend's
   refusal the test expected, which our compile does not share);
-- skipped: pytest skipped it (``--runslow`` not given, no CUDA, ...).
+- skipped: pytest skipped it (``--runslow`` not given, no CUDA, ...);
+- not run: collected, but the ``--budget`` ran out before it (only counted).
 
 It prints a table per file and every non-passing test with its reason.
 
@@ -54,7 +56,7 @@ Usage (needs JAX and PyTorch importable: the test files import them)::
         [--timeout SECONDS] [--budget SECONDS] [--out REPORT] [FILES ...]
 
 FILES are paths inside ``tests/link`` (default: ``jax pytorch``, the linalg
-files first). ``--timeout`` bounds each test (SIGALRM; a test over it is an
+files first, ``jax/test_wrap_jax.py``, whose 411 tests wrap JAX functions, last). ``--timeout`` bounds each test (SIGALRM; a test over it is an
 error), ``--budget`` the whole run (the tests after it are not run, and the
 report says where it stopped).
 """
@@ -92,7 +94,7 @@ from compiler.mode import REWRITES, ONNXLinker, _c_array  # noqa: E402
 
 DEFAULT_REPO = "/work/.mirror/pymc-devs+pytensor/repo"
 DEFAULT_FILES = ["jax/linalg", "pytorch/linalg", "jax", "pytorch"]
-STATUSES = ("pass", "refused", "mismatch", "error", "failed", "n/a", "skipped")
+STATUSES = ("pass", "refused", "mismatch", "error", "failed", "n/a", "skipped", "not run")
 REFUSALS = (UnsupportedOpsError, EmitError)
 
 
@@ -202,11 +204,9 @@ class NoiseLinker(ONNXLinker):
     """``ONNXLinker`` compiling with ``random="inputs"`` whose thunk draws
     every noise input (``CompiledModel.random_inputs``) from a NumPy
     ``Generator`` at each call: standard normal or U[0, 1) of the input's
-    dtype and static shape.
-
-    Raises (at call time):
-        OurError: a noise input has a symbolic dim (its size is only known
-            inside the model; the harness cannot draw it).
+    dtype and static shape. A graph with a noise input of a symbolic dim (a
+    ``size`` read from an input: the harness cannot know it before the run)
+    is compiled with ``random="onnx"`` instead (the model draws its noise).
     """
 
     def __init__(self, *args, seed: int = 0, **kwargs):
@@ -232,6 +232,9 @@ class NoiseLinker(ONNXLinker):
         if shared_shapes:
             options = dataclasses.replace(options, input_shapes={**shared_shapes, **options.input_shapes})
         compiled = compile_to_onnx(fgraph, self.passes, options=options)
+        if any(not all(isinstance(d, int) for d in spec.shape) for spec in compiled.random_inputs):
+            # a noise size known only inside the model (size= from an input): the model draws it (ONNX's ops)
+            compiled = compile_to_onnx(fgraph, self.passes, options=dataclasses.replace(options, random="onnx"))
         self.compiled = compiled
         positions = [fgraph.inputs.index(v) for v in compiled.input_variables]
         names, outputs, session = compiled.input_names, compiled.output_names, compiled.session
@@ -240,8 +243,6 @@ class NoiseLinker(ONNXLinker):
         def run(values) -> list[np.ndarray]:
             feed = {name: _c_array(values[i]) for name, i in zip(names, positions)}
             for spec in noise:
-                if not all(isinstance(d, int) for d in spec.shape):
-                    raise OurError(f"noise input {spec.name} has symbolic shape {spec.shape}")
                 draw = self.gen.standard_normal(spec.shape) if spec.noise == "normal" else self.gen.random(spec.shape)
                 feed[spec.name] = draw.astype(spec.dtype)
             return session.run(outputs, feed)
@@ -267,6 +268,7 @@ def compile_random_onnx(*args, mode=None, **kwargs):
     if updates is not None:
         pairs = updates.items() if isinstance(updates, dict) else updates
         kwargs["updates"] = [(k, v) for k, v in pairs if not isinstance(k.type, RandomType)]
+    kwargs.setdefault("no_default_updates", True)  # RandomStream's generators' default updates, likewise
     return _compile_ours(*args, **kwargs)
 
 
@@ -279,6 +281,7 @@ class Plugin:
         self.budget = budget  # seconds for the whole run (0: none); later tests are not run
         self.started = time.monotonic()
         self.stopped_at: str | None = None
+        self.collected: list[str] = []
         self.reports: dict[str, dict] = {}  # nodeid -> {phase: TestReport}
 
     def pytest_configure(self, config):
@@ -303,6 +306,9 @@ class Plugin:
             importlib.import_module("tests.link.jax.test_random").compile_random_function = compile_random_onnx
         except Exception as e:  # noqa: BLE001
             print(f"peer_tests: cannot patch test_random: {_first_line(e)}", file=sys.stderr)
+
+    def pytest_collection_finish(self, session):
+        self.collected = [item.nodeid for item in session.items]
 
     def pytest_runtest_setup(self, item):
         RECORDER.current = item.nodeid
@@ -360,6 +366,8 @@ def classify(events: list[tuple[str, str]], outcome: str, message: str) -> tuple
     for kind in ("refused", "error", "mismatch"):
         found = [d for k, d in events if k == kind]
         if found:
+            if kind == "refused" and all(d.startswith("JAXOp") for d in found[0].split("; ")):
+                return "n/a", "the graph wraps a JAX function (wrap_jax's JAXOp: only JAX runs it): " + found[0]
             return kind, found[0]
     if outcome == "skipped":
         return "skipped", message
@@ -407,7 +415,7 @@ def report(results: dict[str, tuple[str, str]], header: str) -> str:
         lines.append(f"{file:<{width}}" + "".join(f"{row[s]:>10}" for s in STATUSES) + f"{sum(row.values()):>10}")
     total = {s: sum(r[s] for r in table.values()) for s in STATUSES}
     lines.append(f"{'total':<{width}}" + "".join(f"{total[s]:>10}" for s in STATUSES) + f"{sum(total.values()):>10}")
-    for status in STATUSES[1:]:
+    for status in STATUSES[1:-1]:  # (the tests not run are only counted)
         chosen = [(n, r) for n, (s, r) in results.items() if s == status]
         if chosen:
             lines += ["", f"{status} ({len(chosen)}):"]
@@ -443,7 +451,8 @@ def main(argv=None) -> int:
                 paths.append(base)
             elif f not in DEFAULT_FILES:  # (the linalg folders are newer than PyTensor 2.38)
                 raise SystemExit(f"no {base}")
-        paths = sorted(paths, key=lambda p: "linalg" not in p)  # stable: the files' order otherwise
+        # stable: the files' order otherwise; the JAX-only test_wrap_jax.py last
+        paths = sorted(paths, key=lambda p: ("linalg" not in p, p.endswith("test_wrap_jax.py")))
         pytest_args = ["-q", "-p", "no:cacheprovider", "--rootdir", root, "-o", "xfail_strict=false",
                        "-W", "ignore", "--tb=no", "-rN", *paths, *args.pytest_args.split()]
         if args.k:
@@ -456,8 +465,11 @@ def main(argv=None) -> int:
         finally:
             os.chdir(cwd)
     results = {}
-    for nodeid in plugin.reports:
-        results[nodeid] = classify(RECORDER.events.get(nodeid, []), *plugin.outcome(nodeid))
+    for nodeid in plugin.collected or list(plugin.reports):
+        if nodeid in plugin.reports:
+            results[nodeid] = classify(RECORDER.events.get(nodeid, []), *plugin.outcome(nodeid))
+        else:
+            results[nodeid] = ("not run", "after the time budget")
     import jax
     import torch
 

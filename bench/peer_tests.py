@@ -374,7 +374,7 @@ def classify(events: list[tuple[str, str]], outcome: str, message: str) -> tuple
     for kind in ("refused", "error", "mismatch"):
         found = [d for k, d in events if k == kind]
         if found:
-            if kind == "refused" and all(d.startswith("JAXOp") for d in found[0].split("; ")):
+            if kind == "refused" and any("JAXOp" in d.split(":")[0] for d in found[0].split("; ")):
                 return "n/a", "the graph wraps a JAX function (wrap_jax's JAXOp: only JAX runs it): " + found[0]
             return kind, found[0]
     if outcome == "skipped":

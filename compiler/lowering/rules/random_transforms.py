@@ -67,8 +67,10 @@ from compiler.lowering.bodies import Body
 from compiler.lowering.context import LoweringContext
 from compiler.lowering.errors import Unsupported
 from compiler.lowering.rules.decompositions import cholesky
+from compiler.lowering.rules.eigh import jacobi_eigh
 from compiler.lowering.rules.indexing import dim_of, int64_value
 from compiler.lowering.rules.matrix_loops import positions, run_steps, zeros_like
+from compiler.lowering.rules.svd import jacobi_svd
 from ir import DType, TensorType, Value
 
 F64, I64 = DType.FLOAT64, DType.INT64
@@ -365,13 +367,9 @@ def _mvnormal(ctx, z, p, op=None):
     mean, cov = p
     method = getattr(op, "method", "cholesky")
     if method == "svd":
-        from compiler.lowering.rules.svd import jacobi_svd
-
         u, s, _ = jacobi_svd(ctx, cov, compute_uv=True, full_matrices=True)
         factor = ctx.add("mul", [u, ctx.add("unsqueeze", [ctx.add("sqrt", [s])], {"axes": [s.rank - 1]})])
     elif method == "eigh":
-        from compiler.lowering.rules.eigh import jacobi_eigh
-
         w, v = jacobi_eigh(ctx, cov)
         factor = ctx.add("mul", [v, ctx.add("unsqueeze", [ctx.add("sqrt", [w])], {"axes": [w.rank - 1]})])
     else:

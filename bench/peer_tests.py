@@ -90,6 +90,7 @@ import peer_suite  # noqa: E402
 from backends.onnx.registry import EmitError  # noqa: E402
 from compiler import UnsupportedOpsError  # noqa: E402
 from compiler.core.driver import compile_to_onnx  # noqa: E402
+from compiler.core.options import CompileOptions  # noqa: E402
 from compiler.mode import REWRITES, ONNXLinker, _c_array  # noqa: E402
 
 DEFAULT_REPO = "/work/.mirror/pymc-devs+pytensor/repo"
@@ -134,8 +135,6 @@ def onnx_test_mode() -> Mode:
     """Our mode as the harness uses it: ``ONNX_MODE``'s rewrites, a
     ``NoiseLinker`` (``random="inputs"``, NumPy noise at each call; the
     same model as ``mode="ONNX"`` for graphs without random variables)."""
-    from compiler.core.options import CompileOptions
-
     return Mode(linker=NoiseLinker(compile_options=CompileOptions.of(None, random="inputs")), optimizer=REWRITES)
 
 

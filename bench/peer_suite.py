@@ -44,7 +44,8 @@ from backends.onnx.registry import EmitError  # noqa: E402
 from compiler import UnsupportedOpsError  # noqa: E402
 
 REFERENCE = Mode(linker="py", optimizer="fast_compile")
-RTOL = {np.dtype("float32"): 1e-5, np.dtype("float64"): 1e-10, np.dtype("float16"): 1e-3}
+RTOL = {np.dtype("float32"): 1e-5, np.dtype("float64"): 1e-10, np.dtype("float16"): 1e-3,
+        np.dtype("complex64"): 1e-5, np.dtype("complex128"): 1e-10}
 rng = np.random.default_rng(0)
 
 
@@ -392,22 +393,40 @@ def convolve1d_modes():
     return [x, k], [convolve1d(x, k, mode=m) for m in ("full", "valid", "same")], [f64(8), f64(3)]
 
 
-def compare(got, want) -> str | None:
-    """None if ``got`` matches ``want`` (see the module docstring)."""
+def compare(got, want, values: bool = True) -> str | None:
+    """None if ``got`` matches ``want`` (see the module docstring).
+
+    Args:
+        got, want: sequences of output arrays (ours, the reference's).
+        values: False checks only dtypes, shapes and NaN/inf positions
+            (the caller judges the finite values with its own assertion).
+    """
     for i, (a, b) in enumerate(zip(got, want, strict=True)):
         a, b = np.asarray(a), np.asarray(b)
         if a.dtype != b.dtype or a.shape != b.shape:
             return f"output {i}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}"
-        if b.dtype.kind == "f":
+        if b.dtype.kind in "fc":
             infs = [np.where(np.isinf(t), np.sign(t), 0) for t in (a, b)]  # (isinf * sign is NaN at NaN)
             if not np.array_equal(np.isnan(a), np.isnan(b)) or not np.array_equal(*infs):
                 return f"output {i}: NaN/inf positions differ"
+            if not values:
+                continue
             finite = np.isfinite(b)
             if not np.allclose(a[finite], b[finite], rtol=RTOL[b.dtype], atol=RTOL[b.dtype]):
                 return f"output {i}: max abs error {np.max(np.abs(a[finite] - b[finite])):.3g}"
-        elif not np.array_equal(a, b):
+        elif values and not np.array_equal(a, b):
             return f"output {i}: values differ"
     return None
+
+
+def refusal(e: Exception) -> str:
+    """One line saying why our compile refused: each unsupported op (its
+    name without parameters) with its reason, once, for an
+    ``UnsupportedOpsError``; the message of an ``EmitError`` (no exact ONNX
+    form, or no onnxruntime kernel, for these dtypes)."""
+    if isinstance(e, UnsupportedOpsError):
+        return "; ".join(dict.fromkeys(o.op.split("{")[0] + ": " + o.reason for o in e.occurrences))
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
 
 
 def run_case(c: Case) -> tuple[str, str]:
@@ -419,10 +438,8 @@ def run_case(c: Case) -> tuple[str, str]:
         return "skipped", f"reference: {type(e).__name__}: {e}"
     try:
         got = pytensor.function(inputs, outputs, mode="ONNX")(*values)
-    except UnsupportedOpsError as e:
-        return "unsupported", "; ".join(dict.fromkeys(o.op.split("{")[0] + ": " + o.reason for o in e.occurrences))
-    except EmitError as e:  # no exact ONNX form for these dtypes (documented)
-        return "unsupported", str(e)
+    except (UnsupportedOpsError, EmitError) as e:
+        return "unsupported", refusal(e)
     except Exception as e:  # noqa: BLE001 - reported
         return "error", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     why = compare(got, ref)

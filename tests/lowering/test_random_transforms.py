@@ -165,6 +165,36 @@ def test_multivariate_normal_batch_of_means_and_covariances():
     np.testing.assert_allclose(draws, mu + np.einsum("bij,bj->bi", np.linalg.cholesky(covs), z), rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("method", ["svd", "eigh"])
+@pytest.mark.parametrize("cov_value", [[[1, 0.5, 0], [0.5, 2, 0], [0, 0, 0]],  # singular PSD (PyTensor's test)
+                                       [[2.0, 0.3, 0.1], [0.3, 1.0, -0.4], [0.1, -0.4, 0.8]]],
+                         ids=["singular", "definite"])
+def test_multivariate_normal_svd_and_eigh_methods_use_their_factor(method, dtype, cov_value):
+    """``method="svd"``/``"eigh"`` draw ``mean + A z`` with NumPy's factor ``U sqrt(s)`` / ``V sqrt(w)``
+    (``MvNormalRV.rng_fn``), so a singular PSD covariance draws (Cholesky gave NaN). Noise ``z = I`` reads
+    the columns of ``A`` off the draws: equal to NumPy's up to each column's sign (the Jacobi vectors' signs
+    are not LAPACK's, the law is the same), and ``A A^T = cov``."""
+    mean, cov = pt.vector("mean", dtype=dtype), pt.matrix("cov", dtype=dtype)
+    x = pt.random.multivariate_normal(mean, cov, size=(3,), method=method, rng=_rng(), dtype=dtype)
+    m = compile_to_onnx([mean, cov], outputs=[x], random="inputs")
+    (spec,) = m.random_inputs
+    mu, a = np.array([1.0, 2.0, 4.0], dtype), np.array(cov_value, dtype)
+    draws = m.run(mu, a, **{spec.name: np.eye(3, dtype=spec.dtype)})[0]
+    assert draws.dtype == np.dtype(dtype) and draws.shape == (3, 3)
+    columns = (draws - mu).T  # column i of A
+    a64 = a.astype(np.float64)
+    if method == "svd":
+        u, s, _ = np.linalg.svd(a64)
+        want = u * np.sqrt(s)
+    else:
+        w, v = np.linalg.eigh(a64)
+        want = v * np.sqrt(w)
+    tol = 1e-12 if dtype == "float64" else 1e-5
+    np.testing.assert_allclose(np.abs(columns), np.abs(want), atol=tol * 10)
+    np.testing.assert_allclose(columns @ columns.T, a64, atol=tol * 10)
+
+
 @pytest.mark.parametrize("alpha", [[2.0, 3.0, 5.0], [0.02, 0.5, 0.02], [1e-3, 1e-3, 1e-3]])
 def test_dirichlet_marginals_are_beta_and_rows_sum_to_one(alpha):
     """Small alphas are drawn in log space: no 0/0 where every gamma variate underflows (at alpha = 1e-3

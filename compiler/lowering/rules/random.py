@@ -162,7 +162,8 @@ def _draw(ctx: LoweringContext, op, rng, size, params, out) -> Value:
         shape = _draw_shape(ctx, size, args, spec)
         noise = ctx.add(f"random_{spec.noise}", [shape], {"dtype": noise_dtype, "seed": _seed(ctx, rng)},
                         name=f"{op.name}_noise")
-    result = spec.fn(ctx, noise, [ctx.cast(a, noise_dtype) if dtype.is_float else a for a in args])
+    fn = functools.partial(spec.fn, op=op) if spec.takes_op else spec.fn
+    result = fn(ctx, noise, [ctx.cast(a, noise_dtype) if dtype.is_float else a for a in args])
     if not _is_none(size) and _may_outgrow(ctx, size, args, spec.core):
         # a parameter that does not broadcast to ``size`` (PyTensor raises): the transform's broadcast result
         # is larger than ``size``, which the reshape to ``size`` refuses at run time

@@ -31,10 +31,10 @@ and PyTensor's agree in distribution, never value by value.
   binomial from ``u2``), dirichlet (``G_i = P^-1(alpha_i + 1, u1) *
   u2^(1 / alpha_i)`` is Gamma(alpha_i) (Marsaglia & Tsang 2000, section 3),
   normalized as ``softmax(log G)`` so tiny alphas do not underflow to 0/0);
-- **multivariate normal**: ``mean + L z`` with ``L`` the lower Cholesky
-  factor of ``cov`` (every ``method``: the law is the same; a covariance
-  that is not positive definite gives NaN draws where NumPy's "svd" and
-  "eigh" methods still draw);
+- **multivariate normal**: ``mean + A z`` with the factor ``A`` of ``cov``
+  of the op's ``method``, as ``MvNormalRV.rng_fn``: the lower Cholesky factor,
+  ``U sqrt(s)`` (SVD) or ``V sqrt(w)`` (eigh), so a singular positive
+  semidefinite covariance draws with "svd" and "eigh" as in NumPy;
 - **hypergeometric**: the smallest k with ``F(k) > u``, walking up from the
   lower support bound and adding pmfs by ``gammaln`` (``_hypergeometric``);
 - **multinomial**: sequential conditional binomials from ``k - 1``
@@ -68,8 +68,10 @@ from compiler.lowering.bodies import Body
 from compiler.lowering.context import LoweringContext
 from compiler.lowering.errors import Unsupported
 from compiler.lowering.rules.decompositions import cholesky
+from compiler.lowering.rules.eigh import jacobi_eigh
 from compiler.lowering.rules.indexing import dim_of, int64_value
 from compiler.lowering.rules.matrix_loops import positions, run_steps, zeros_like
+from compiler.lowering.rules.svd import jacobi_svd
 from ir import DType, TensorType, Value
 
 F64, I64 = DType.FLOAT64, DType.INT64
@@ -109,6 +111,7 @@ class Transform:
     noise_core_less: int = 0
     noise_core: Callable[[LoweringContext, list], tuple] | None = None
     float64_noise: bool = False
+    takes_op: bool = False  # ``fn`` also takes the node's op (``op=``: multivariate normal's ``method``)
 
 
 def _k(ctx, x: Value, c) -> Value:
@@ -352,9 +355,26 @@ def _dirichlet(ctx, noise, p):
     return ctx.add("softmax", [log_g], {"axis": log_g.rank - 1})
 
 
-def _mvnormal(ctx, z, p):
+def _mvnormal(ctx, z, p, op=None):
+    """``mean + A z`` with PyTensor's factor ``A`` of ``cov`` for the op's
+    ``method`` (``MvNormalRV.rng_fn``): the lower Cholesky factor
+    ("cholesky", NaN draws for a covariance that is not positive definite,
+    where NumPy raises), ``U sqrt(s)`` of ``np.linalg.svd`` ("svd") or
+    ``V sqrt(w)`` of ``np.linalg.eigh`` ("eigh": NaN where an eigenvalue is
+    negative, as NumPy's ``sqrt``), so a positive semidefinite covariance
+    draws through the last two as in NumPy (Jacobi forms, ``rules/svd.py``,
+    ``rules/eigh.py``; their column signs are not LAPACK's, the law is the
+    same)."""
     mean, cov = p
-    factor = cholesky(ctx, cov, lower=True)
+    method = getattr(op, "method", "cholesky")
+    if method == "svd":
+        u, s, _ = jacobi_svd(ctx, cov, compute_uv=True, full_matrices=True)
+        factor = ctx.add("mul", [u, ctx.add("unsqueeze", [ctx.add("sqrt", [s])], {"axes": [s.rank - 1]})])
+    elif method == "eigh":
+        w, v = jacobi_eigh(ctx, cov)
+        factor = ctx.add("mul", [v, ctx.add("unsqueeze", [ctx.add("sqrt", [w])], {"axes": [w.rank - 1]})])
+    else:
+        factor = cholesky(ctx, cov, lower=True)
     lz = ctx.add("squeeze", [ctx.add("matmul", [factor, ctx.add("unsqueeze", [z], {"axes": [z.rank]})])],
                  {"axes": [z.rank]})
     return ctx.add("add", [mean, lz])
@@ -771,6 +791,6 @@ TRANSFORMS = {
                                            float64_noise=True),
     rb.HyperGeometricRV: Transform(UNIFORM, _hypergeometric, (0, 0, 0)),
     rb.MultinomialRV: Transform(UNIFORM, _multinomial, (0, 1), core_dim_of=1, noise_core_less=1),
-    rb.MvNormalRV: Transform(NORMAL, _mvnormal, (1, 2), core_dim_of=0),
+    rb.MvNormalRV: Transform(NORMAL, _mvnormal, (1, 2), core_dim_of=0, takes_op=True),
     rb.DirichletRV: Transform(UNIFORM, _dirichlet, (1,), uniforms=2, core_dim_of=0),
 }

@@ -226,27 +226,26 @@ class NoiseLinker(ONNXLinker):
         RECORDER.add("compiled")
         return run
 
-    def _compile(self, fgraph, shared_shapes: dict):
-        options = self.options
-        if shared_shapes:
-            options = dataclasses.replace(options, input_shapes={**shared_shapes, **options.input_shapes})
-        compiled = compile_to_onnx(fgraph, self.passes, options=options)
+    def compile_model(self, fgraph, options):
+        """``random="inputs"``, or ``"onnx"`` where a noise input has a symbolic
+        dim (a ``size`` read from an input: the harness cannot know it before the run)."""
+        compiled = super().compile_model(fgraph, options)
         if any(not all(isinstance(d, int) for d in spec.shape) for spec in compiled.random_inputs):
-            # a noise size known only inside the model (size= from an input): the model draws it (ONNX's ops)
-            compiled = compile_to_onnx(fgraph, self.passes, options=dataclasses.replace(options, random="onnx"))
-        self.compiled = compiled
-        positions = [fgraph.inputs.index(v) for v in compiled.input_variables]
-        names, outputs, session = compiled.input_names, compiled.output_names, compiled.session
+            compiled = super().compile_model(fgraph, dataclasses.replace(options, random="onnx"))
+        return compiled
+
+    def extra_feed(self, compiled):
+        """Draws every noise input of ``compiled`` into the feed (class docstring)."""
         noise = list(compiled.random_inputs)
+        if not noise:
+            return None
 
-        def run(values) -> list[np.ndarray]:
-            feed = {name: _c_array(values[i]) for name, i in zip(names, positions)}
+        def draw(feed: dict) -> None:
             for spec in noise:
-                draw = self.gen.standard_normal(spec.shape) if spec.noise == "normal" else self.gen.random(spec.shape)
-                feed[spec.name] = draw.astype(spec.dtype)
-            return session.run(outputs, feed)
+                value = self.gen.standard_normal(spec.shape) if spec.noise == "normal" else self.gen.random(spec.shape)
+                feed[spec.name] = value.astype(spec.dtype)
 
-        return run
+        return draw
 
     def clone(self, allow_gc=None):
         return type(self)(self.passes, self.options, self.pin_shared_shapes,

@@ -32,14 +32,14 @@ compiled: there is no Python fallback.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 from pytensor.compile.mode import Mode, predefined_linkers, predefined_modes, register_linker, register_mode
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.link.basic import JITLinker
 
-from compiler.core.driver import compile_to_onnx
+from compiler.core.driver import CompiledModel, compile_to_onnx
 from compiler.core.options import CompileOptions
 from compiler.core.validation import check_equal_dims
 from compiler.lowering.compat import SCAN_PREALLOC_TAG
@@ -122,20 +122,34 @@ class ONNXLinker(JITLinker):
         options = self.options
         if shared_shapes:
             options = dataclasses.replace(options, input_shapes={**shared_shapes, **options.input_shapes})
-        compiled = compile_to_onnx(fgraph, self.passes, options=options)
+        compiled = self.compile_model(fgraph, options)
         self.compiled = compiled
         positions = [fgraph.inputs.index(v) for v in compiled.input_variables]
         names, outputs, session = compiled.input_names, compiled.output_names, compiled.session
         equal_dims = compiled.equal_dims
         shared = frozenset(name for name, v in zip(names, compiled.input_variables) if isinstance(v, SharedVariable))
+        extra = self.extra_feed(compiled)
 
         def run(values) -> list[np.ndarray]:
             feed = {name: _c_array(values[i]) for name, i in zip(names, positions)}
             if equal_dims:
                 check_equal_dims(feed, equal_dims, shared)  # PyTensor's runtime refusals ONNX would not make
+            if extra is not None:
+                extra(feed)
             return session.run(outputs, feed)
 
         return run
+
+    def compile_model(self, fgraph, options: CompileOptions) -> CompiledModel:
+        """The model of ``fgraph`` under ``options`` (``compile_to_onnx`` with
+        the linker's passes); a subclass may choose other options per graph."""
+        return compile_to_onnx(fgraph, self.passes, options=options)
+
+    def extra_feed(self, compiled: CompiledModel) -> Callable[[dict], None] | None:
+        """A function adding the model inputs that are not graph inputs to a
+        call's feed (a ``dict`` of name -> array), or None (here: none; a
+        subclass feeding ``random="inputs"`` noise returns one)."""
+        return None
 
     def accept(self, fgraph, no_recycling=None, profile=None):
         """Tie the linker to ``fgraph`` (a linker already tied to another

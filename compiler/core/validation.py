@@ -76,16 +76,22 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
     last dim to 3, ``x @ W`` fixes ``x``'s inner dim to ``W.shape[0]``;
     PyTensor refuses another size, "Runtime broadcasting not allowed" or
     "shapes not aligned"); and a reshape to a constant shape of a value
-    whose size is ``k * dim`` for one input dim (``_reshape_fixes``). ONNX has no assertion and would broadcast a
+    whose size is ``k * dim`` for one input dim (``_reshape_fixes``). ``Alloc``'s value and
+    ``AdvancedIncSubtensor1``'s increment (``x[idx] += y``, ``set`` too) broadcast only
+    along their static 1s, so their other dims join the target's (``alloc(x, 5, 3)`` fixes
+    ``x``'s dim to 3; ``y`` of ``x[idx]`` joins ``len(idx)`` and ``x``'s trailing dims).
+    ONNX has no assertion and would broadcast a
     length-1 dim, so ``run`` checks these on the inputs. Sizes computed at
     run time and dims that are not an input's own are not checked.
     """
     from pytensor.graph.traversal import io_toposort
+    from pytensor.tensor.basic import Alloc
     from pytensor.tensor.blas import BatchedDot
     from pytensor.tensor.blockwise import Blockwise
     from pytensor.tensor.elemwise import Elemwise
     from pytensor.tensor.math import Dot
     from pytensor.tensor.shape import Reshape
+    from pytensor.tensor.subtensor import AdvancedIncSubtensor1
     from pytensor.tensor.utils import _parse_gufunc_signature
 
     graph = lowered.graph
@@ -155,6 +161,12 @@ def equal_dim_groups(lowered) -> list[list[tuple[str, int]]]:
         if kind is None:
             if isinstance(op, Reshape):
                 fixed.extend(_reshape_fixes(ir_dims(node.inputs[0]), node.outputs[0].type.shape, owner))
+            elif isinstance(op, Alloc):  # the value broadcasts to the target only along its static 1s
+                union_broadcast([ir_shape(node.inputs[0]), ir_shape(node.outputs[0], drop_static_one=False)])
+            elif isinstance(op, AdvancedIncSubtensor1):  # y broadcasts to x[idx]: (len(idx), *x.shape[1:])
+                x, y, idx = (ir_shape(v, drop_static_one=False) for v in node.inputs[:3])
+                if x and idx and len(idx) == 1:
+                    union_broadcast([ir_shape(node.inputs[1]), (idx[0], *x[1:])])
             continue
         if kind == "blockwise" and not isinstance(op.core_op, Dot) or kind == "gufunc":
             # a core dim name repeated in the signature ("(m,m)->()": det, inv, cholesky; "(m,m),(m,n)->(m,n)":
@@ -330,12 +342,14 @@ def check_equal_dims(feed: Mapping, equal_dims: Sequence, trusted: frozenset = f
         required = next((s for n, s in group if n is None), None)
         for size, n, a in sizes:
             if required is not None and size != required:
-                raise ValueError(f"input {n!r} axis {a} has size {size}, but the graph fixes that dim to size "
-                                 f"{required} (by a specify_shape, a constant or a baked shared variable; "
+                lead = "Runtime broadcasting not allowed: " if size == 1 else ""  # PyTensor's own words
+                raise ValueError(f"{lead}input {n!r} axis {a} has size {size}, but the graph fixes that dim to size "
+                                 f"{required} (by a specify_shape, a constant, a baked shared variable or an alloc; "
                                  f"PyTensor refuses any other size at run time)")
         for size, n, a in sizes[1:]:
             if size != sizes[0][0]:
                 s0, n0, a0 = sizes[0]
-                raise ValueError(f"input {n!r} axis {a} has size {size}, but input {n0!r} axis {a0} has "
+                lead = "Runtime broadcasting not allowed: " if 1 in (size, s0) else ""  # PyTensor's own words
+                raise ValueError(f"{lead}input {n!r} axis {a} has size {size}, but input {n0!r} axis {a0} has "
                                  f"size {s0}: PyTensor requires them equal (no runtime broadcasting; square "
                                  f"matrices in linear algebra)")

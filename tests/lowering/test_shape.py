@@ -16,6 +16,7 @@ from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.reshape import join_dims, split_dims
 from pytensor.tensor.shape import Shape_i
 
+from compiler import UnsupportedOpsError, compile_to_onnx
 from compiler.lowering import graph_spec, lower
 from tests.helpers import check_pytensor, pytensor_reference
 
@@ -270,3 +271,12 @@ def test_specify_shape_contradicting_a_static_dim_is_unsupported():
     out.owner.inputs[0] = pt.sqr(x)  # the graph as the rewrite leaves it (make_node would refuse 1 != 0)
     with pytest.raises(UnsupportedOpsError, match="requires size 0 of axis 0, whose size is always 1"):
         compile_to_onnx([x], outputs=[out])
+
+
+def test_split_with_more_sizes_than_outputs_is_refused_clearly():
+    """``split(a, [2, 2, 2], n_splits=2)``: PyTensor raises when the function
+    runs ("Length of splits is not equal to n_splits"); the compile refuses
+    it with that reason instead of an internal type error."""
+    a = pt.matrix("a")
+    with pytest.raises(UnsupportedOpsError, match="Length of splits is not equal to n_splits"):
+        compile_to_onnx([a], outputs=pt.split(a, splits_size=[2, 2, 2], n_splits=2, axis=0))

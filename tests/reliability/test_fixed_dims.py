@@ -118,3 +118,40 @@ def test_a_reshape_to_a_constant_shape_fixes_the_one_input_dim_its_size_depends_
     y = pt.vector("y")
     m = compile_to_onnx([x, y], outputs=[pt.outer(x, y).reshape((6,))])
     assert m.equal_dims == []
+
+
+@pytest.mark.parametrize("case", ["alloc", "alloc-symbolic", "inc1", "set1"])
+def test_alloc_and_inc_subtensor1_values_do_not_broadcast_at_run_time(case):
+    """``alloc(x, 5, 3)`` needs ``x`` of length 3 and ``x[idx] += y`` a ``y`` of
+    ``x[idx]``'s shape (PyTensor: "Runtime broadcasting not allowed"; ONNX would
+    broadcast a length 1), by ``CompiledModel.run`` and ``mode="ONNX"`` with
+    PyTensor's words; the right sizes give PyTensor's values (PyTensor's
+    ``tests/link/jax`` ``test_alloc_runtime_broadcast`` and
+    ``test_jax_AdvancedIncSubtensor1_runtime_broadcast``)."""
+    if case.startswith("alloc"):
+        x = pt.vector("x")
+        n = pt.iscalar("n")
+        inputs, out = ([x], pt.alloc(x, 5, 3)) if case == "alloc" else ([x, n], pt.alloc(x, n, x.shape[0]))
+        good, bad = [np.arange(3.0)], [np.zeros(1)]
+        if case == "alloc-symbolic":  # the target is x's own length: any length is right
+            good, bad = good + [np.int32(4)], None
+    else:
+        y = pt.matrix("y")
+        func = pt.subtensor.advanced_inc_subtensor1 if case == "inc1" else pt.subtensor.advanced_set_subtensor1
+        inputs, out = [y], func(pt.zeros((10, 5)), y, np.repeat(np.arange(10), 2))
+        good, bad = [np.arange(100.0).reshape(20, 5)], [np.ones((1, 5))]
+    want = pytensor.function(inputs, out, mode=REFERENCE_MODE)(*good)
+    m = compile_to_onnx(inputs, outputs=[out])
+    np.testing.assert_allclose(m.run(*good)[0], want, rtol=0, atol=0)
+    f = pytensor.function(inputs, out, mode="ONNX")
+    np.testing.assert_allclose(f(*good), want, rtol=0, atol=0)
+    if bad is not None:
+        with pytest.raises(ValueError):
+            pytensor.function(inputs, out, mode=REFERENCE_MODE)(*bad)
+        with pytest.raises(ValueError):
+            m.run(*bad)
+        with pytest.raises(ValueError, match="Runtime broadcasting not allowed"):
+            f(*bad)
+    if case == "inc1":
+        with pytest.raises(ValueError, match="Runtime broadcasting not allowed"):
+            f(np.ones((20, 1)))

@@ -304,9 +304,17 @@ def lower_split(ctx, node):
     as ``(prod(shape[:axis]), shape[axis], prod(shape[axis+1:]))`` (the same
     elements in the same order), splits axis 1 and reshapes each piece to
     ``shape`` with ``shape[axis]`` replaced by its size; a negative axis
-    counts from the end (PyTensor's ``perform``)."""
+    counts from the end (PyTensor's ``perform``).
+
+    Raises:
+        Unsupported: a sizes vector whose static length is not the number of outputs.
+    """
     x = ctx.get(node.inputs[0])
     n = node.op.len_splits
+    given = node.inputs[2].type.shape[0]
+    if given is not None and given != n:
+        raise Unsupported(f"Split of {n} outputs with {given} sizes: PyTensor raises 'Length of splits is not equal "
+                          f"to n_splits' when the function runs, and an ONNX model cannot raise")
     sizes = _shape_operand(ctx, node.inputs[2], n)
     if ctx.constant_value(node.inputs[1]) is not None:
         axis = _constant_axis(ctx, node.inputs[1], "Split")

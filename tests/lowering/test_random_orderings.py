@@ -160,3 +160,25 @@ def test_compiled_function_of_a_permutation_a_choice_and_a_multinomial():
     assert sorted(p) == list(range(9)) and len(set(c)) == 3 and set(c) <= set(range(9))
     assert k.shape == (3,) and k.sum() == 9 and (k >= 0).all()
     assert [x.dtype for x in (p, c, k)] == [np.dtype(v.type.dtype) for v in (perm, pick, counts)]
+
+
+@pytest.mark.parametrize("signature, core, size", [("(a0,a1),(1)->(s0,a1)", (4,), None),
+                                                   ("(a0,a1),(2)->(s0,s1,a1)", (4, 1), (2, 3))])
+def test_choice_without_replacement_of_a_batch_of_arrays(signature, core, size):
+    """PyTensor's ``ChoiceWithoutReplacement`` with batch dims on ``a`` (as ``vectorize`` builds it, and
+    PyTensor's ``batched_*_choice_without_replacement_tester``): member ``b`` takes the rows of ``a[b]`` at
+    its own largest keys, in decreasing key order, reshaped to the core shape; PyTensor's shape and dtype."""
+    from pytensor.tensor.random.basic import ChoiceWithoutReplacement
+
+    a = np.arange(3 * 5 * 2).reshape((3, 5, 2))
+    x = ChoiceWithoutReplacement(signature=signature, dtype="int64")(a, core, size=size, rng=_rng())
+    m = compile_to_onnx([], outputs=[x], random="inputs")
+    batch = (3,) if size is None else size
+    name, u = _noise_of(m, batch + (5,))
+    draws = m.run(**{name: u})[0]
+    want = x.eval()
+    assert draws.dtype == want.dtype and draws.shape == want.shape
+    order = np.argsort(-u, axis=-1, kind="stable")[..., :4]  # (*batch, 4)
+    members = np.broadcast_to(a, batch + (5, 2))
+    expected = np.take_along_axis(members, order[..., None], axis=-2).reshape(want.shape)
+    np.testing.assert_array_equal(draws, expected)

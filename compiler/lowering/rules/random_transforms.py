@@ -742,6 +742,9 @@ def _choice_without_replacement(ctx, u, p, core):
     number; here they fill the rest in index order)."""
     a, *probs, core_shape = p
     shape = ctx.cast(core_shape, I64)
+    if shape.rank > 1:  # broadcast with the batch dims: every member has the same core shape, take the first
+        k = shape.type.shape[-1]
+        shape = ctx.add("gather", [ctx.add("reshape", [shape, ctx.i64([-1, k])]), ctx.i64(0)], {"axis": 0})
     count = ctx.add("reduce_prod", [shape], {"axes": (), "keepdims": False})  # 1 for size=() or None
     keys = u
     if probs:

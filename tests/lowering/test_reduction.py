@@ -287,3 +287,26 @@ def test_bitwise_fold_of_symbolic_length(n):
     m = check_pytensor([x], [CAReduce(op, axis=(1,))(x) for op in ops], [v])
     for got, ufunc in zip(m.run(v), [np.bitwise_and, np.bitwise_or, np.bitwise_xor]):
         np.testing.assert_array_equal(got, ufunc.reduce(v, axis=1))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int64", "uint8"])
+def test_softmax_of_integers(dtype):
+    """PyTensor 2.38 types ``softmax``/``log_softmax`` of ints with the input's
+    int type while its ``perform`` returns SciPy's float values and its C
+    code raises: refused with that reason. PyTensor 3 types them float (its
+    symbolic graph, lowered like any other)."""
+    from pytensor.tensor.special import log_softmax, softmax
+
+    from compiler import compile_to_onnx
+    from compiler.lowering.compat import SoftmaxGrad
+    from compiler.lowering.errors import UnsupportedOpsError
+
+    x = pt.tensor("x", dtype=dtype, shape=(None, None))
+    outs = [softmax(x, axis=1), log_softmax(x, axis=None)]
+    if SoftmaxGrad is None:  # PyTensor 3
+        assert all(o.dtype.startswith("float") for o in outs)
+        return
+    assert all(o.dtype == dtype for o in outs)
+    for out in outs:
+        with pytest.raises(UnsupportedOpsError, match="no value has the declared type"):
+            compile_to_onnx([x], outputs=[out])

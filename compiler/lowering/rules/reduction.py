@@ -245,7 +245,9 @@ def _softmax_rule(ir_op: str):
         if isinstance(axis, tuple) or not x.dtype.is_float:
             if inner_graph(node.op) is not None:  # PyTensor 3: the op's own graph defines it
                 return lower_op_from_graph(ctx, node)
-            raise Unsupported(f"{node.op} of {x.dtype}")
+            raise Unsupported(f"{node.op} of {x.dtype}: PyTensor 2 declares an {x.dtype} result, but its Python "
+                              "perform returns SciPy's float16/float64 softmax (uint inputs wrap in x - max; bool "
+                              "raises) and its C code raises 'not a float': no value has the declared type")
         if axis is not None:
             return [ctx.add(ir_op, [x], {"axis": axis})]
         flat = ctx.add("reshape", [x, ctx.i64([-1])])

@@ -142,6 +142,16 @@ class LoweringContext:
         self._origins: tuple = (None, None, ())  # (op label, source, origins) last built
         self.expansions: dict[Any, tuple[Any, int]] = {}
         self._deferred: dict[Any, Callable[[], None]] = {}  # variable -> lowers its node (see ``defer``)
+        # PyTensor variables whose declared static shape is not what their op's ``perform`` returns
+        # (QR mode "raw" of a static non-square matrix): the rule's shape stands (``follow_perform``)
+        self.perform_shaped: set = set()
+
+    def follow_perform(self, variables) -> None:
+        """Let the lowered values of the PyTensor ``variables`` keep the
+        shapes the rule gives them (its op's ``perform``'s) where PyTensor
+        declares other static shapes; lowering otherwise refuses such a
+        disagreement (``lower._refine``)."""
+        self.perform_shaped.update(variables)
 
     # -- reading inputs ----------------------------------------------------
     def get(self, var) -> Value:

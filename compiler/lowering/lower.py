@@ -250,7 +250,7 @@ def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence,
         for var, value in zip(node.outputs, results, strict=True):
             if value is None:  # no IR value (a PyTensor 2.x slice): its readers use the node's inputs
                 continue
-            ctx.values[var] = _refine(var, value, node, ctx.source)
+            ctx.values[var] = _refine(var, value, node, ctx.source, ctx.perform_shaped)
     if failures:
         raise UnsupportedOpsError(failures)
 
@@ -271,7 +271,7 @@ def _lower_deferred(ctx: LoweringContext, node, source: str | None) -> None:
     ctx.op_label, ctx.source = op_label(node.op, ctx.memo), source if source is not None else source_line(node)
     try:
         (value,) = find_rule(node.op)(ctx, node)
-        ctx.values[node.outputs[0]] = _refine(node.outputs[0], value, node, ctx.source)
+        ctx.values[node.outputs[0]] = _refine(node.outputs[0], value, node, ctx.source, ctx.perform_shaped)
     finally:
         ctx.op_label, ctx.source = outer
 
@@ -288,10 +288,17 @@ def _stand_in(ctx: LoweringContext, node, placeholders: set) -> None:
         ctx.values[var] = ctx.graph.add_input(t, f"unsupported.{id(var)}")
 
 
-def _refine(var, value: Value, node, source) -> Value:
+def _refine(var, value: Value, node, source, perform_shaped=frozenset()) -> Value:
     """Check ``value`` against PyTensor's type of ``var`` and adopt the static
-    dims PyTensor knows."""
+    dims PyTensor knows. A negative static dim (PyTensor types some outputs
+    of impossible sizes so, e.g. PyTensor 3's ``LUFactorTridiagonal``'s
+    ``du2`` of length n - 2 at n = 1, where its ``perform`` returns an empty
+    array) is read as unknown: the rule's shape, what ``perform`` returns, stands;
+    so does every shape of a variable in ``perform_shaped``
+    (``LoweringContext.follow_perform``)."""
     t = value.type
+    if var in perform_shaped and t.dtype == ir_dtype(var):
+        return value
     static = getattr(var.type, "shape", ())
     if t.dtype == ir_dtype(var) and len(t.shape) == len(static):
         for a, b in zip(t.shape, static):
@@ -299,7 +306,7 @@ def _refine(var, value: Value, node, source) -> Value:
                 break
         else:
             return value  # the common case: nothing to check further, nothing to adopt
-    want = ir_type(var)
+    want = TensorType(ir_dtype(var), tuple(None if d is not None and d < 0 else d for d in static))
     if t.dtype != want.dtype or t.rank != want.rank or not all(
             dims_compatible(a, b) for a, b in zip(t.shape, want.shape)):
         raise LoweringError(f"lowering {op_label(node.op)} gave {t}, PyTensor says {want}"

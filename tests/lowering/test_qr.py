@@ -4,7 +4,8 @@ static size (the loop unrolled) and symbolic size (an ONNX Loop); batched
 ``Blockwise`` forms; well- and ill-conditioned, rank-deficient and
 already-triangular inputs; float32; the gradient against PyTensor; ``pivoting=True``
 (geqp3) in every mode and mode "raw" (geqrf's packed output) against SciPy,
-the permutation exactly; mode "raw" of a static non-square shape refused."""
+the permutation exactly; mode "raw" of a static non-square shape with
+``perform``'s output shapes (PyTensor types others)."""
 
 import numpy as np
 import pytensor
@@ -13,8 +14,8 @@ import pytest
 import scipy.linalg
 from pytensor.graph.replace import vectorize_graph
 
-from compiler import UnsupportedOpsError, compile_to_onnx
-from tests.helpers import check_pytensor
+from compiler import compile_to_onnx
+from tests.helpers import check_pytensor, pytensor_reference
 from tests.lowering.test_solvers import general
 
 RNG = np.random.default_rng(30)
@@ -136,7 +137,7 @@ def _check_pivoted(got, x, mode, bound=1e-13):
 
 @pytest.mark.parametrize("mode, shape", [(mode, shape) for mode in ["full", "economic", "r", "raw"]
                                          for shape in [(5, 5), (7, 3), (3, 6), (None, None)]
-                                         if mode != "raw" or shape[0] == shape[1]])  # else refused (below)
+                                         ])
 def test_pivoted_qr_matches_scipy(mode, shape):
     """``pivoting=True`` (geqp3's column pivoting) in every mode: the
     permutation equals SciPy's exactly (distinct column norms), the factors
@@ -206,13 +207,26 @@ def test_pivoted_rank_deficient_batched_and_ties():
         _check_pivoted([g[k] for g in got], values[k], "economic")
 
 
-def test_raw_mode_of_static_non_square_is_refused():
+@pytest.mark.parametrize("shape", [(4, 3), (3, 5), (1, 4)])
+@pytest.mark.parametrize("pivoting", [False, True])
+def test_raw_mode_of_static_non_square_follows_perform(shape, pivoting):
     """PyTensor types mode "raw"'s packed output ``(m, m)`` and R ``(m, n)``
-    while its ``perform`` returns ``(m, n)`` and ``(min(m, n), n)``: with a
-    static non-square shape there is no type-correct lowering."""
-    a = pt.dmatrix("a", shape=(4, 3))
-    with pytest.raises(UnsupportedOpsError, match="raw"):
-        compile_to_onnx([a], outputs=list(pt.linalg.qr(a, mode="raw")))
+    while its ``perform`` returns ``(m, n)`` and ``(min(m, n), n)``: the
+    model returns ``perform``'s shapes and values (PyTensor's own Python
+    evaluation, and SciPy's geqrf/geqp3 within 1e-13 of ``|A|``)."""
+    a = pt.dmatrix("a", shape=shape)
+    outs = list(pt.linalg.qr(a, mode="raw", pivoting=pivoting))
+    compiled = compile_to_onnx([a], outputs=outs)
+    x = RNG.normal(size=shape)
+    got = compiled.run(x)
+    want = pytensor_reference([a], outs, [x])
+    assert [g.shape for g in got] == [w.shape for w in want]
+    assert got[0].shape == shape and got[2].shape == (min(shape), shape[1])
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=0, atol=1e-13 * np.max(np.abs(x)))
+    for g, w in zip(got, _scipy_all(x, "raw", pivoting), strict=True):
+        np.testing.assert_allclose(g, w, rtol=0, atol=1e-13 * np.max(np.abs(x)))
 
 
 @pytest.mark.parametrize("mode", ["full", "raw"])

@@ -235,3 +235,78 @@ def test_fused_careduce_of_another_shape_is_unsupported():
     x = pt.dvector("x")
     with pytest.raises(UnsupportedOpsError, match="not an elementwise map followed by a sum or product"):
         compile_to_onnx([x], outputs=[CAReduce(comp, axis=None)(x)])
+
+
+INT_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
+
+
+def bits(shape, dtype):
+    """Integers over ``dtype``'s whole range (every bit pattern), bools 70% true."""
+    if dtype == "bool":
+        return RNG.random(shape) < 0.7
+    info = np.iinfo(dtype)
+    return RNG.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+
+
+@pytest.mark.parametrize("scalar_op", ["and_", "or_", "xor"])
+def test_bitwise_reductions_of_every_int_width(scalar_op):
+    """``CAReduce(ps.and_/or_/xor)`` (the reduction ``pytensor.tensor.elemwise.CAReduce``
+    documents for ints; ``pt.all``/``pt.any`` compare with 0 first) of every
+    int width, signed and unsigned, and bools (XOR; AND/OR of bools are
+    ReduceMin/Max): static shapes (unrolled fold) and symbolic ones (a Loop),
+    axes None, one, several, none, keepdims, and empty axes (identity: all
+    bits set for AND, 0 for OR/XOR)."""
+    import pytensor.scalar as ps
+    from pytensor.tensor.elemwise import CAReduce
+
+    op = getattr(ps, scalar_op)
+    inputs, outputs, values = [], [], []
+    for dtype in INT_DTYPES + ["bool"]:
+        for shape, static in [((3, 5, 4), True), ((3, 5, 4), False), ((3, 0, 4), True), ((2, 0, 3), False)]:
+            x = pt.tensor(f"x_{dtype}_{len(inputs)}", dtype=dtype, shape=shape if static else (None,) * 3)
+            outs = [CAReduce(op, axis=axis)(x) for axis in [(1,), (0, 2), (2,), None, ()]]
+            outs.append(pt.expand_dims(CAReduce(op, axis=(1,))(x), 1))  # keepdims
+            inputs.append(x)
+            outputs += outs
+            values.append(bits(shape, dtype))
+    check_pytensor(inputs, outputs, values)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 1000, 1023, 1025])
+def test_bitwise_fold_of_symbolic_length(n):
+    """The Loop fold stops after ceil(log2 n) halvings at any run-time length
+    (odd lengths keep their last entry; n = 0 gives the identity); checked
+    against NumPy's ``bitwise_*.reduce`` too."""
+    import pytensor.scalar as ps
+    from pytensor.tensor.elemwise import CAReduce
+
+    x = pt.tensor("x", dtype="int64", shape=(None, None))
+    ops = [ps.and_, ps.or_, ps.xor]
+    v = bits((3, n), "int64")
+    v[:, :n // 2] |= -2  # many set bits, so AND is not 0 after the first few entries
+    m = check_pytensor([x], [CAReduce(op, axis=(1,))(x) for op in ops], [v])
+    for got, ufunc in zip(m.run(v), [np.bitwise_and, np.bitwise_or, np.bitwise_xor]):
+        np.testing.assert_array_equal(got, ufunc.reduce(v, axis=1))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int64", "uint8"])
+def test_softmax_of_integers(dtype):
+    """PyTensor 2.38 types ``softmax``/``log_softmax`` of ints with the input's
+    int type while its ``perform`` returns SciPy's float values and its C
+    code raises: refused with that reason. PyTensor 3 types them float (its
+    symbolic graph, lowered like any other)."""
+    from pytensor.tensor.special import log_softmax, softmax
+
+    from compiler import compile_to_onnx
+    from compiler.lowering.compat import SoftmaxGrad
+    from compiler.lowering.errors import UnsupportedOpsError
+
+    x = pt.tensor("x", dtype=dtype, shape=(None, None))
+    outs = [softmax(x, axis=1), log_softmax(x, axis=None)]
+    if SoftmaxGrad is None:  # PyTensor 3
+        assert all(o.dtype.startswith("float") for o in outs)
+        return
+    assert all(o.dtype == dtype for o in outs)
+    for out in outs:
+        with pytest.raises(UnsupportedOpsError, match="no value has the declared type"):
+            compile_to_onnx([x], outputs=[out])

@@ -52,8 +52,9 @@ Modes (PyTensor's ``perform``, which is ``scipy.linalg.qr``'s): "full":
 packed ``qr (m, n)`` (R on and above the diagonal, ``v[j+1:]`` of
 reflection ``j`` below it, ``v[j] = 1`` implied), ``tau (k,)`` and
 ``triu(qr)[:k]``; with pivoting ``jpvt (n,)`` last. Mode "raw" of a static
-non-square shape is refused: PyTensor types its outputs ``(m, m)`` and ``(m,
-n)`` but computes ``(m, n)`` and ``(k, n)``. The gradient is PyTensor's own
+non-square shape follows ``perform``: PyTensor types the packed output
+``(m, m)`` and R ``(m, n)`` but computes ``(m, n)`` and ``(k, n)``; the
+model's outputs have ``perform``'s shapes (``LoweringContext.follow_perform``). The gradient is PyTensor's own
 (3.0's ``QR.L_op``), lowered through the ops it builds.
 """
 
@@ -231,9 +232,8 @@ def _qr_rule(ctx: LoweringContext, node, args: list[Value]) -> tuple[Value, ...]
         raise Unsupported(f"QR with mode={op.mode!r} (lowered: {', '.join(MODES)})")
     (a,) = float_args(ctx, node, args)
     m, n = a.shape[-2:]
-    if op.mode == "raw" and isinstance(m, int) and m != n:
-        raise Unsupported(f"QR with mode='raw' of a matrix with static rows {m} and columns {n}: PyTensor types the "
-                          "packed output (m, m) and R (m, n), but computes geqrf's (m, n) and (min(m, n), n)")
+    if op.mode == "raw" and m != n:  # PyTensor types (m, m) and (m, n); perform gives (m, n) and (k, n)
+        ctx.follow_perform([node.outputs[0], node.outputs[2]])
     f = householder_qr(ctx, a, want_q=op.mode in ("full", "economic"), pivoting=op.pivoting, raw=op.mode == "raw")
     k = _steps(ctx, a)
     if op.mode == "r":

@@ -12,13 +12,15 @@ from pytensor.tensor.elemwise import CAReduce
 from pytensor.tensor.extra_ops import CumOp
 from pytensor.tensor.math import Argmax, MulWithoutZeros
 
+from compiler.lowering.bodies import Body
 from compiler.lowering.errors import Unsupported
 from compiler.lowering.compat import SOFTMAX_OVER_LENGTH_ONE, SoftmaxGrad, inner_graph
 from compiler.lowering.context import LoweringContext, ir_dtype
 from compiler.lowering.registry import find_in_mro, lowers
 from compiler.lowering.rules.graph_ops import lower_op_from_graph
 from compiler.lowering.rules.scalar_ops import lower_scalar_graph, shape_of
-from ir import DType, Value
+from ir import DType, TensorType, Value
+from ir.ops.shape import INT64_MAX
 
 BOOL = DType.BOOL
 
@@ -28,9 +30,11 @@ REDUCERS = {
     ps.Mul: "reduce_prod",
     ps.Maximum: "reduce_max",
     ps.Minimum: "reduce_min",
-    ps.AND: "reduce_all",  # on bools; bitwise AND of ints has no IR reduction
+    ps.AND: "reduce_all",  # on bools; on ints a pairwise fold of "and" (_bitwise_fold)
     ps.OR: "reduce_any",
 }
+# Bitwise reductions (ONNX has BitwiseAnd/Or/Xor, no reduction): elementwise IR op, identity.
+BITWISE = {ps.AND: ("and", -1), ps.OR: ("or", 0), ps.XOR: ("xor", 0)}
 EXACT_IN_ANY_DTYPE = {"reduce_max", "reduce_min", "reduce_all", "reduce_any"}
 ON_BOOL = {"reduce_max": "reduce_any", "reduce_min": "reduce_all"}  # np.max of bools is any
 
@@ -45,9 +49,12 @@ def lower_careduce(ctx: LoweringContext, node) -> list[Value]:
     dtype; Sum/Prod go through the accumulator (float32 sums in float64).
     ``ProdWithoutZeros`` multiplies the nonzero entries (0 when all are zero).
 
+    Bitwise AND/OR of ints and XOR of ints or bools (``np.bitwise_and.reduce``
+    ...) fold pairwise in the input dtype (``_bitwise_fold``; PyTensor
+    accumulates in int64/uint64 and casts back, which keeps the same low bits).
+
     Raises:
-        Unsupported: other scalar ops, bitwise and/or reductions of ints, or
-            Max/Min over an axis statically of length 0 (PyTensor raises;
+        Unsupported: other scalar ops, or Max/Min over an axis statically of length 0 (PyTensor raises;
             over a symbolic axis that is 0 at run time the model returns
             -inf/+inf or the integer extremes, the known differences, docs/status.md).
     """
@@ -61,6 +68,9 @@ def lower_careduce(ctx: LoweringContext, node) -> list[Value]:
         x, scalar_op = _unfuse(ctx, scalar_op, x)
     if isinstance(scalar_op, MulWithoutZeros):
         return [ctx.cast(_prod_without_zeros(ctx, ctx.cast(x, acc), axes), out)]
+    bitwise = find_in_mro(BITWISE, scalar_op)
+    if bitwise is not None and (x.dtype != BOOL or bitwise[0] == "xor"):
+        return [ctx.cast(_bitwise_fold(ctx, x, axes, *bitwise), out)]
     reducer = find_in_mro(REDUCERS, scalar_op)
     if reducer is None:
         raise Unsupported(f"reduction with scalar op {scalar_op} has no IR equivalent")
@@ -68,8 +78,6 @@ def lower_careduce(ctx: LoweringContext, node) -> list[Value]:
         raise Unsupported(f"{scalar_op} over an empty axis: PyTensor raises (a zero-size reduction "
                           "with no identity)")
     if reducer in ("reduce_all", "reduce_any"):
-        if x.dtype != BOOL:
-            raise Unsupported(f"bitwise {scalar_op} reduction of {x.dtype} has no IR equivalent")
         acc = BOOL
     elif reducer in EXACT_IN_ANY_DTYPE:
         acc = x.dtype
@@ -104,6 +112,80 @@ def _unfuse(ctx: LoweringContext, composite, x: Value):
                           "a sum or product")
     (elem,) = lower_scalar_graph(ctx, [elem_var], [top.inputs[1]], [x])
     return elem, top.op
+
+
+def _bitwise_fold(ctx: LoweringContext, x: Value, axes: tuple, op: str, identity: int) -> Value:
+    """``np.bitwise_and/or/xor.reduce(x, axis=axes)`` for an int or bool ``x``
+    of any shape: the result has ``x``'s dtype and its shape without ``axes``
+    (no axes: ``x`` itself; an empty reduction: ``identity``, all bits set
+    (-1 cast to the dtype) for AND, 0 for OR/XOR).
+
+    The reduced axes are moved last and flattened to one of length N, then
+    folded pairwise in a halving tree (ONNX opset 18 has the elementwise
+    BitwiseAnd/Or/Xor but no bitwise reduction): a step combines the first
+    floor(m/2) entries with the next floor(m/2) and keeps the odd one out,
+    ``concat(op(x[:h], x[h:2h]), x[2h:])``, so ceil(log2 N) steps leave one
+    entry (the operations are associative and commutative, so the result is
+    exact). A static N is unrolled; a symbolic N runs the step in a ``loop``
+    that stops when one entry is left, and the identity is combined with the
+    last entry so that N = 0 gives the identity.
+    """
+    if not axes:
+        return x
+    keep = [a for a in range(x.rank) if a not in axes]
+    if keep + list(axes) != list(range(x.rank)):
+        x = ctx.add("transpose", [x], {"perm": keep + list(axes)})
+    kept = len(keep)
+    lengths = [x.shape[a] for a in range(kept, x.rank)]
+    if all(isinstance(d, int) for d in lengths):
+        length = int(np.prod(lengths, dtype=np.int64))
+        n = ctx.i64([length])
+    else:
+        length = None
+        n = ctx.add("reduce_prod", [_dims(ctx, x, range(kept, x.rank))], {"axes": (0,), "keepdims": True})
+    flat = ctx.add("reshape", [x, ctx.add("concat", [_dims(ctx, x, range(kept)), n], {"axis": 0})])
+    one = ctx.const(np.array(identity).astype(x.dtype.numpy))  # -1 wraps to all bits set
+    if length is not None:  # unrolled
+        if length == 0:
+            return ctx.add("expand", [one, _dims(ctx, x, range(kept))])
+        while length > 1:
+            half = length // 2
+            flat = _fold_step(ctx, flat, op, ctx.i64([half]), ctx.i64([2 * half]), ctx.i64([length]))
+            length -= half
+        return ctx.add("squeeze", [flat], {"axes": [kept]})
+    body = Body(ctx, "fold")
+    body.input(TensorType(DType.INT64, ()), "i")
+    state = body.input(TensorType(flat.dtype, flat.shape[:kept] + (None,)), "state")
+    bctx = body.ctx
+    m = bctx.add("gather", [bctx.add("shape", [state]), bctx.i64([kept])], {"axis": 0})
+    half = bctx.add("floor_div", [m, bctx.i64([2])])
+    nxt = _fold_step(bctx, state, op, half, bctx.add("mul", [half, bctx.i64([2])]), m)
+    more = bctx.add("gt", [bctx.add("sub", [m, half]), bctx.i64([1])])
+    more = bctx.add("squeeze", [more], {"axes": [0]})
+    loop = ctx.graph.create_node("loop", [ctx.scalar(64, DType.INT64), flat],
+                                 {"num_carried": 1, "has_condition": True},
+                                 subgraphs={"body": body.finish([more, nxt])})
+    loop.origins = ctx.origins
+    ctx.graph.append(loop)
+    (folded,) = loop.outputs
+    last = ctx.add("slice", [folded, ctx.i64([-1]), ctx.i64([INT64_MAX]), ctx.i64([1])], {"axes": [kept]})
+    ident = ctx.add("expand", [one, ctx.add("concat", [_dims(ctx, x, range(kept)), ctx.i64([1])], {"axis": 0})])
+    last = ctx.add("concat", [last, ident], {"axis": kept})  # (..., 1) or (..., 2) when N = 0
+    first = ctx.add("slice", [last, ctx.i64([0]), ctx.i64([1]), ctx.i64([1])], {"axes": [kept]})
+    second = ctx.add("slice", [last, ctx.i64([-1]), ctx.i64([INT64_MAX]), ctx.i64([1])], {"axes": [kept]})
+    return ctx.add("squeeze", [ctx.add(op, [first, second])], {"axes": [kept]})
+
+
+def _fold_step(ctx: LoweringContext, x: Value, op: str, half: Value, pairs: Value, length: Value) -> Value:
+    """One halving step of ``_bitwise_fold`` on the last axis of ``x``:
+    ``concat(op(x[..., :half], x[..., half:pairs]), x[..., pairs:length])``
+    (``half``, ``pairs`` = 2 half, ``length`` as ``i64[1]``)."""
+    axis = [x.rank - 1]
+    zero, step = ctx.i64([0]), ctx.i64([1])
+    low = ctx.add("slice", [x, zero, half, step], {"axes": axis})
+    high = ctx.add("slice", [x, half, pairs, step], {"axes": axis})
+    rest = ctx.add("slice", [x, pairs, length, step], {"axes": axis})
+    return ctx.add("concat", [ctx.add(op, [low, high]), rest], {"axis": x.rank - 1})
 
 
 def _prod_without_zeros(ctx: LoweringContext, x: Value, axes: tuple) -> Value:
@@ -163,7 +245,9 @@ def _softmax_rule(ir_op: str):
         if isinstance(axis, tuple) or not x.dtype.is_float:
             if inner_graph(node.op) is not None:  # PyTensor 3: the op's own graph defines it
                 return lower_op_from_graph(ctx, node)
-            raise Unsupported(f"{node.op} of {x.dtype}")
+            raise Unsupported(f"{node.op} of {x.dtype}: PyTensor 2 declares an {x.dtype} result, but its Python "
+                              "perform returns SciPy's float16/float64 softmax (uint inputs wrap in x - max; bool "
+                              "raises) and its C code raises 'not a float': no value has the declared type")
         if axis is not None:
             return [ctx.add(ir_op, [x], {"axis": axis})]
         flat = ctx.add("reshape", [x, ctx.i64([-1])])

@@ -19,6 +19,7 @@ import numpy as np
 from pytensor.tensor.extra_ops import Unique
 from pytensor.tensor.sort import ArgSortOp, SortOp
 
+from compiler.lowering.bodies import Body
 from compiler.lowering.errors import Unsupported
 from compiler.lowering.context import LoweringContext
 from compiler.lowering.registry import lowers
@@ -29,11 +30,12 @@ I64 = DType.INT64
 MAX_ROW_KEYS = 64  # Unique along an axis: one stable sort per element of a row, unrolled up to this many
 
 
-def _axis(ctx: LoweringContext, node) -> int:
-    """The constant sort axis of a ``SortOp``/``ArgSortOp`` node, normalized."""
+def _axis(ctx: LoweringContext, node) -> int | None:
+    """The constant sort axis of a ``SortOp``/``ArgSortOp`` node, normalized
+    (None for a symbolic axis)."""
     value = ctx.constant_value(node.inputs[1])
     if value is None:
-        raise Unsupported(f"{node.op} along a symbolic axis (ONNX TopK needs a constant axis)")
+        return None
     rank = node.inputs[0].type.ndim
     axis = int(value)
     if not -rank <= axis < rank:
@@ -44,18 +46,57 @@ def _axis(ctx: LoweringContext, node) -> int:
 @lowers(SortOp, ArgSortOp)
 def lower_sort(ctx: LoweringContext, node) -> list[Value]:
     """``SortOp{kind}(x, axis)`` (``np.sort``) and ``ArgSortOp{kind}(x, axis)``
-    (``np.argsort``, int64): the IR ``sort`` (stable, NaN last) along the
-    constant ``axis``. Every ``kind`` gets the stable order (see the module
+    (``np.argsort``, int64): the IR ``sort`` (stable, NaN last) along
+    ``axis``. Every ``kind`` gets the stable order (see the module
     docstring).
 
+    A symbolic ``axis`` (a 0-d int known at run time; the rank is static)
+    becomes a chain of ``if`` nodes over the static-axis sorts
+    (``_sort_along_runtime_axis``): a negative axis counts from the end as in
+    NumPy; an axis outside ``[-rank, rank)``, where PyTensor (NumPy) raises
+    ``AxisError``, sorts along the last axis (the model cannot raise).
+
     Raises:
-        Unsupported: a symbolic axis, or a 0-d input.
+        Unsupported: a constant axis out of range, or a 0-d input.
     """
     x = ctx.get(node.inputs[0])
     if x.rank == 0:
         raise Unsupported(f"{node.op} of a 0-d tensor")
-    values, perm = ctx.add_multi("sort", [x], {"axis": _axis(ctx, node)})
-    return [perm if isinstance(node.op, ArgSortOp) else values]
+    which = 1 if isinstance(node.op, ArgSortOp) else 0
+    axis = _axis(ctx, node)
+    if axis is None and x.rank > 1:
+        return [_sort_along_runtime_axis(ctx, x, ctx.cast(ctx.get(node.inputs[1]), I64), which)]
+    return [ctx.add_multi("sort", [x], {"axis": axis or 0})[which]]
+
+
+def _sort_along_runtime_axis(ctx: LoweringContext, x: Value, axis: Value, which: int) -> Value:
+    """Output ``which`` (0: values, 1: int64 permutation) of the IR ``sort``
+    of ``x`` (rank >= 2) along the run-time ``axis`` (``i64[]``): ``axis +
+    rank`` when negative, then ``if axis == 0: sort(x, 0) else if axis == 1:
+    ... else sort(x, rank - 1)``, one ``if`` per candidate but the last, so
+    only the selected sort runs. Out-of-range axes take the last branch."""
+    rank = x.rank
+    axis = ctx.add("where", [ctx.add("lt", [axis, ctx.scalar(0, I64)]),
+                             ctx.add("add", [axis, ctx.scalar(rank, I64)]), axis])
+
+    def chain(c: LoweringContext, inner: Value, inner_axis: Value, first: int) -> Value:
+        if first == rank - 1:
+            return c.add_multi("sort", [inner], {"axis": first})[which]
+        subgraphs = {}
+        for role in ("then", "else"):
+            body = Body(c, f"sort_axis{first}_{role}")
+            bx = body.input(inner.type, inner.name or "x")
+            ba = body.input(inner_axis.type, "axis")
+            out = (body.ctx.add_multi("sort", [bx], {"axis": first})[which] if role == "then"
+                   else chain(body.ctx, bx, ba, first + 1))
+            subgraphs[role] = body.finish([out])
+        node = c.graph.create_node("if", [c.add("eq", [inner_axis, c.scalar(first, I64)]), inner, inner_axis],
+                                   subgraphs=subgraphs)
+        node.origins = c.origins
+        c.graph.append(node)
+        return node.outputs[0]
+
+    return chain(ctx, x, axis, 0)
 
 
 def _previous(ctx: LoweringContext, v: Value, positions: Value) -> Value:

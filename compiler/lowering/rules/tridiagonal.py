@@ -241,9 +241,6 @@ def _float_dtype(node) -> DType:
 
 def _factor_rule(ctx: LoweringContext, node, args: list[Value]) -> tuple[Value, ...]:
     dtype = _float_dtype(node)
-    if node.outputs[3].type.shape[-1] == -1:
-        raise Unsupported(f"{node.op} of static size n = 1: PyTensor types its du2 output with length -1 "
-                          "(and its Numba kernel fails there); give n symbolically")
     nb = args[1].rank - 1
     dl, d, du = broadcast_batches(ctx, [ctx.cast(x, dtype) for x in args], nb, [1, 1, 1])
     *factors, ipiv = gttrf(ctx, dl, d, du)

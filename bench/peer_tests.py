@@ -89,9 +89,8 @@ from pytensor.compile.mode import Mode  # noqa: E402
 import peer_suite  # noqa: E402
 from backends.onnx.registry import EmitError  # noqa: E402
 from compiler import UnsupportedOpsError  # noqa: E402
-from compiler.core.driver import compile_to_onnx  # noqa: E402
 from compiler.core.options import CompileOptions  # noqa: E402
-from compiler.mode import REWRITES, ONNXLinker, _c_array  # noqa: E402
+from compiler.mode import REWRITES, ONNXLinker  # noqa: E402
 
 DEFAULT_REPO = "/work/.mirror/pymc-devs+pytensor/repo"
 DEFAULT_FILES = ["jax/linalg", "pytorch/linalg", "jax", "pytorch"]

@@ -66,7 +66,6 @@ from pytensor.tensor.random import basic as rb
 
 from compiler.lowering.bodies import Body
 from compiler.lowering.context import LoweringContext
-from compiler.lowering.errors import Unsupported
 from compiler.lowering.rules.decompositions import cholesky
 from compiler.lowering.rules.eigh import jacobi_eigh
 from compiler.lowering.rules.indexing import dim_of, int64_value

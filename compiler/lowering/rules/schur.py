@@ -76,7 +76,7 @@ from compiler.lowering.compat import Schur
 from compiler.lowering.context import LoweringContext
 from compiler.lowering.errors import Unsupported
 from compiler.lowering.registry import lowers
-from compiler.lowering.rules.decompositions import float_args, matrix_transpose
+from compiler.lowering.rules.decompositions import float_args
 from compiler.lowering.rules.linalg import BLOCKWISE_RULES
 from compiler.lowering.rules.matrix_loops import (column, diagonal, identity_like, positions, run_steps,
                                                    size_of, unsq)

@@ -225,12 +225,12 @@ class NoiseLinker(ONNXLinker):
         RECORDER.add("compiled")
         return run
 
-    def compile_model(self, fgraph, options):
+    def compile_model(self, graph, options, outputs=None):
         """``random="inputs"``, or ``"onnx"`` where a noise input has a symbolic
         dim (a ``size`` read from an input: the harness cannot know it before the run)."""
-        compiled = super().compile_model(fgraph, options)
+        compiled = super().compile_model(graph, options, outputs=outputs)
         if any(not all(isinstance(d, int) for d in spec.shape) for spec in compiled.random_inputs):
-            compiled = super().compile_model(fgraph, dataclasses.replace(options, random="onnx"))
+            compiled = super().compile_model(graph, dataclasses.replace(options, random="onnx"), outputs=outputs)
         return compiled
 
     def extra_feed(self, compiled):

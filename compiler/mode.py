@@ -122,13 +122,22 @@ class ONNXLinker(JITLinker):
         options = self.options
         if shared_shapes:
             options = dataclasses.replace(options, input_shapes={**shared_shapes, **options.input_shapes})
-        compiled = self.compile_model(fgraph, options)
+        generators = _generator_outputs(fgraph) if options.random is not None else {}
+        if generators:  # compiled without them: their values are the generators they advance
+            kept = [v for i, v in enumerate(fgraph.outputs) if i not in generators]
+            compiled = self.compile_model(list(fgraph.inputs), options, outputs=kept)
+        else:
+            compiled = self.compile_model(fgraph, options)
         self.compiled = compiled
         positions = [fgraph.inputs.index(v) for v in compiled.input_variables]
         names, outputs, session = compiled.input_names, compiled.output_names, compiled.session
         equal_dims = compiled.equal_dims
         shared = frozenset(name for name, v in zip(names, compiled.input_variables) if isinstance(v, SharedVariable))
         extra = self.extra_feed(compiled)
+        if compiled.random_inputs and extra is None:
+            raise ValueError("random='inputs' makes the draws' noise model inputs, which a PyTensor function "
+                             "has no argument for: compile the mode with random='onnx' (the model draws), or "
+                             "use compile_to_onnx(..., random='inputs') and feed CompiledModel.random_inputs")
 
         def run(values) -> list[np.ndarray]:
             feed = {name: _c_array(values[i]) for name, i in zip(names, positions)}
@@ -136,14 +145,18 @@ class ONNXLinker(JITLinker):
                 check_equal_dims(feed, equal_dims, shared)  # PyTensor's runtime refusals ONNX would not make
             if extra is not None:
                 extra(feed)
-            return session.run(outputs, feed)
+            results = session.run(outputs, feed)
+            for i in sorted(generators):
+                results.insert(i, values[generators[i]])
+            return results
 
         return run
 
-    def compile_model(self, fgraph, options: CompileOptions) -> CompiledModel:
-        """The model of ``fgraph`` under ``options`` (``compile_to_onnx`` with
-        the linker's passes); a subclass may choose other options per graph."""
-        return compile_to_onnx(fgraph, self.passes, options=options)
+    def compile_model(self, graph, options: CompileOptions, outputs=None) -> CompiledModel:
+        """The model of ``graph`` (a ``FunctionGraph``, or a list of inputs and
+        ``outputs``) under ``options`` (``compile_to_onnx`` with the linker's
+        passes); a subclass may choose other options per graph."""
+        return compile_to_onnx(graph, self.passes, outputs=outputs, options=options)
 
     def extra_feed(self, compiled: CompiledModel) -> Callable[[dict], None] | None:
         """A function adding the model inputs that are not graph inputs to a
@@ -170,6 +183,31 @@ class ONNXLinker(JITLinker):
 
     def __repr__(self) -> str:
         return f"ONNXLinker(passes={self.passes!r})"
+
+
+def _generator_outputs(fgraph) -> dict[int, int]:
+    """``{output position: input position}`` for every random generator
+    output of ``fgraph`` (a draw's next generator, as a shared generator's
+    update or an explicit output) whose chain of draws starts at a graph
+    input. Under a ``random`` policy the model holds no generator state
+    (ONNX's random ops keep theirs in the session; ``"inputs"`` noise is the
+    caller's), so such an output is the input generator as it came, where
+    PyTensor's JAX backend returns its advanced PRNG key (docs/compile-options.md, ``random``).
+    Generators reached otherwise stay outputs and are refused."""
+    from pytensor.compile.ops import DeepCopyOp, ViewOp
+    from pytensor.tensor.random.op import RandomVariable
+    from pytensor.tensor.random.type import RandomType
+
+    found = {}
+    for i, out in enumerate(fgraph.outputs):
+        if not isinstance(out.type, RandomType):
+            continue
+        root = out
+        while root.owner is not None and isinstance(root.owner.op, (RandomVariable, DeepCopyOp, ViewOp)):
+            root = root.owner.inputs[0]
+        if root in fgraph.inputs:
+            found[i] = fgraph.inputs.index(root)
+    return found
 
 
 def _c_array(value) -> np.ndarray:

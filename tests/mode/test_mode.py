@@ -157,3 +157,41 @@ def test_the_mode_object_options_and_the_config_default():
         pytensor.config.mode = old
     with pytest.raises(TypeError):
         compiled_model(pytensor.function([x], x * 2, mode=REFERENCE_MODE))
+
+
+def test_random_streams_and_generator_outputs_under_random_onnx():
+    """``onnx_mode(random="onnx")`` compiles functions whose generators are
+    outputs: a ``RandomStream``'s default updates and an explicit next
+    generator. The model draws anew at every call (onnxruntime's session
+    state), the generator outputs are the input generators as they came
+    (the model holds no generator state), and the draws follow the
+    distribution (KS against N(0, 1) and U(2, 3) at p > 1e-3)."""
+    from scipy import stats
+
+    from compiler.mode import onnx_mode
+
+    mode = onnx_mode(random="onnx")
+    srng = pt.random.RandomStream(1)
+    x = srng.normal(size=2000)
+    f = pytensor.function([], x, mode=mode)
+    first, second = f(), f()
+    assert first.shape == (2000,) and first.dtype == np.float64 and not np.array_equal(first, second)
+    assert stats.kstest(np.concatenate([first, second]), "norm").pvalue > 1e-3
+    rng = pytensor.shared(np.random.default_rng(0))
+    nxt, y = pt.random.uniform(2.0, 3.0, rng=rng, size=3000).owner.outputs
+    nxt2, z = pt.random.normal(rng=nxt, size=4).owner.outputs  # a chain of two draws
+    g = pytensor.function([], [nxt2, y, z], mode=mode)
+    state = rng.get_value().bit_generator.state
+    gen, draws, normals = g()
+    assert isinstance(gen, np.random.Generator) and gen.bit_generator.state == state
+    assert draws.shape == (3000,) and normals.shape == (4,)
+    assert stats.kstest(draws, stats.uniform(2.0, 1.0).cdf).pvalue > 1e-3
+
+
+def test_random_inputs_in_the_mode_is_a_clear_error():
+    """Noise inputs have no function argument: the mode says what to use instead."""
+    from compiler.mode import onnx_mode
+
+    x = pt.random.normal(size=3, rng=pytensor.shared(np.random.default_rng(0)))
+    with pytest.raises(ValueError, match="random='onnx'"):
+        pytensor.function([], x, mode=onnx_mode(random="inputs"))

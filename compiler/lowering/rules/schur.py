@@ -82,7 +82,7 @@ from compiler.lowering.rules.matrix_loops import (column, diagonal, identity_lik
                                                    size_of, unsq)
 from compiler.lowering.rules.qr import householder_vector
 from compiler.lowering.rules.scalar_ops import shape_of
-from compiler.lowering.rules.schur_blocks import off_diagonal, reorder, standardize_blocks
+from compiler.lowering.rules.schur_blocks import off_diagonal, pick, reorder, standardize_blocks
 from ir import DType, TensorType, Value
 
 INT64 = DType.INT64
@@ -112,19 +112,18 @@ def _reflect_as_dlahqr(c: LoweringContext, h: Value, z: Value, v: Value, tau: Va
     dt = h.dtype
     idx = positions(c, h)
     kk = unsq(c, k, nb)  # (..., 1)
-    v2 = c.add("reduce_sum", [c.add("where", [c.add("eq", [idx, c.add("add", [kk, c.scalar(1, INT64)])]), v,
-                                              c.scalar(-0.0, dt)])], {"axes": [nb], "keepdims": True})
-    v3 = c.add("reduce_sum", [c.add("where", [c.add("eq", [idx, c.add("add", [kk, c.scalar(2, INT64)])]), v,
-                                              c.scalar(-0.0, dt)])], {"axes": [nb], "keepdims": True})
+    v2 = unsq(c, pick(c, v, c.add("add", [k, c.scalar(1, INT64)]), idx), nb)  # (..., 1)
+    v3 = unsq(c, pick(c, v, c.add("add", [k, c.scalar(2, INT64)]), idx), nb)
     t = c.add("mul", [tau, v])  # (..., n): t1 = tau, t2 = tau v2, t3 = tau v3
 
     def combine(x: Value, axis: int) -> Value:  # x[k] + v2 x[k+1] + v3 x[k+2] along axis (kept as 1)
-        def pick(offset: int) -> Value:
+        def at_offset(offset: int) -> Value:
             at = c.add("eq", [idx, c.add("add", [kk, c.scalar(offset, INT64)])])  # (..., n)
             at = unsq(c, at, x.rank - 1) if axis == x.rank - 2 else unsq(c, at, x.rank - 2)
             return c.add("reduce_sum", [c.add("where", [at, x, c.scalar(-0.0, dt)])], {"axes": [axis], "keepdims": True})
         v2_, v3_ = unsq(c, v2, nb), unsq(c, v3, nb)  # (..., 1, 1)
-        return c.add("add", [c.add("add", [pick(0), c.add("mul", [v2_, pick(1)])]), c.add("mul", [v3_, pick(2)])])
+        return c.add("add", [c.add("add", [at_offset(0), c.add("mul", [v2_, at_offset(1)])]),
+                               c.add("mul", [v3_, at_offset(2)])])
 
     t_col, t_row = unsq(c, t, nb + 1), unsq(c, t, nb)  # (..., n, 1), (..., 1, n)
     h = c.add("sub", [h, c.add("mul", [t_col, combine(h, nb)])])  # rows: sum is (..., 1, n)
@@ -315,12 +314,8 @@ def _francis(ctx: LoweringContext, h: Value, z: Value, finite: Value) -> tuple[V
     can = c.add("and", [c.add("and", [c.add("gt", [r_idx, lo_v]), c.add("le", [r_idx, c.add("sub", [hi_v, two_i])])]),
                         c.add("le", [lhs, rhs])])
     m_start = c.add("reduce_max", [c.add("where", [can, r_idx, lo_v])], {"axes": [nb], "keepdims": False})
-    at_m = c.add("eq", [r_idx, unsq(c, m_start, nb)])
 
-    def at_start(v: Value) -> Value:  # v[..., m] as (...,)
-        return c.add("reduce_sum", [c.add("where", [at_m, v, c.scalar(-0.0, dt)])], {"axes": [nb], "keepdims": False})
-
-    x0, y0, z0 = at_start(v1), at_start(v2), at_start(v3)
+    x0, y0, z0 = (pick(c, v, m_start, r_idx) for v in (v1, v2, v3))
     k = c.add("where", [fresh, c.add("where", [found, m_start, c.scalar(-2, INT64)]), k])
 
     # -- one reflector of the sweep

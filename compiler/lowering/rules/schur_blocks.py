@@ -173,7 +173,7 @@ def standardize_blocks(ctx: LoweringContext, t: Value, z: Value) -> tuple[Value,
 
 
 # -- reading the blocks ---------------------------------------------------------
-def _pick(c: LoweringContext, v: Value, k: Value, idx: Value) -> Value:
+def pick(c: LoweringContext, v: Value, k: Value, idx: Value) -> Value:
     """``v[..., k]`` for a per-matrix index ``k`` (``(...,)``) of ``v``
     (``(..., n)``; ``idx`` its positions), exact: a masked sum (``or`` for
     bool); 0 (False) where ``k`` is out of range."""
@@ -370,8 +370,8 @@ def _swap_step(c: LoweringContext, t: Value, z: Value, sel: Value, failed: Value
     inversion = c.add("and", [c.add("and", [c.add("invert", [in2]), c.add("invert", [sel])]), follows])
     j1 = c.add("reduce_min", [c.add("where", [inversion, idx, n])], {"axes": [nb], "keepdims": False})
     active = c.add("and", [c.add("lt", [j1, n]), c.add("invert", [failed])])
-    n1 = _pick(c, size, j1, idx)
-    n2 = _pick(c, size, c.add("add", [j1, n1]), idx)
+    n1 = pick(c, size, j1, idx)
+    n2 = pick(c, size, c.add("add", [j1, n1]), idx)
     nd = c.add("add", [n1, n2])
 
     # the window D = t[j1:j1+nd, j1:j1+nd], padded with zeros to 4 x 4

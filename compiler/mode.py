@@ -42,6 +42,7 @@ from pytensor.link.basic import JITLinker
 from compiler.core.driver import CompiledModel, compile_to_onnx
 from compiler.core.options import CompileOptions
 from compiler.core.validation import check_equal_dims
+from compiler.lowering.rules.random_key import random_key
 from compiler.lowering.compat import SCAN_PREALLOC_TAG
 
 INCOMPATIBLE_REWRITES = ("cxx_only", "BlasOpt", "fusion", "inplace", "local_careduce_fusion", SCAN_PREALLOC_TAG)
@@ -118,6 +119,7 @@ class ONNXLinker(JITLinker):
 
     def _compile(self, fgraph, shared_shapes: dict):
         from pytensor.compile.sharedvalue import SharedVariable
+        from pytensor.tensor.random.type import RandomType
 
         options = self.options
         if shared_shapes:
@@ -133,6 +135,8 @@ class ONNXLinker(JITLinker):
         names, outputs, session = compiled.input_names, compiled.output_names, compiled.session
         equal_dims = compiled.equal_dims
         shared = frozenset(name for name, v in zip(names, compiled.input_variables) if isinstance(v, SharedVariable))
+        keyed = [(name, i) for name, i, v in zip(names, positions, compiled.input_variables)
+                 if isinstance(v.type, RandomType)]  # random="key": generators fed as keys drawn from them
         extra = self.extra_feed(compiled)
         if compiled.random_inputs and extra is None:
             raise ValueError("random='inputs' makes the draws' noise model inputs, which a PyTensor function "
@@ -141,6 +145,8 @@ class ONNXLinker(JITLinker):
 
         def run(values) -> list[np.ndarray]:
             feed = {name: _c_array(values[i]) for name, i in zip(names, positions)}
+            for name, i in keyed:
+                feed[name] = random_key(values[i])
             if equal_dims:
                 check_equal_dims(feed, equal_dims, shared)  # PyTensor's runtime refusals ONNX would not make
             if extra is not None:
@@ -190,7 +196,8 @@ def _generator_outputs(fgraph) -> dict[int, int]:
     output of ``fgraph`` (a draw's next generator, as a shared generator's
     update or an explicit output) whose chain of draws starts at a graph
     input. Under a ``random`` policy the model holds no generator state
-    (ONNX's random ops keep theirs in the session; ``"inputs"`` noise is the
+    (ONNX's random ops keep theirs in the session; under ``"key"`` each call
+    feeds a key drawn from the input generator, advancing it; ``"inputs"`` noise is the
     caller's), so such an output is the input generator as it came, where
     PyTensor's JAX backend returns its advanced PRNG key (docs/compile-options.md, ``random``).
     Generators reached otherwise stay outputs and are refused."""

@@ -28,6 +28,7 @@ from backends.onnx import build_model, initializer_bytes, make_session, save_ir_
 from compiler.core import deploy, shapes
 from compiler.core.options import CompileOptions
 from compiler.lowering import graph_spec, lower
+from compiler.lowering.rules.random_key import random_key
 from compiler.lowering.vectorize import vectorize_spec
 from compiler.core.pass_check import PassChecker
 from compiler.core.advisor import advise, warn_slow_forms
@@ -160,7 +161,9 @@ class CompiledModel:
                 feed goes to onnxruntime's C++ session directly (its Python
                 ``InferenceSession.run`` re-validates the feed names and
                 ownership, ~2-5 µs a call): a sampler's calls cost no more
-                than ``InferenceSession.run``'s.
+                than ``InferenceSession.run``'s. Under ``random="key"`` a
+                generator's input takes its ``uint64[2]`` key or a
+                ``numpy.random.Generator`` to draw a fresh key from.
 
         Returns:
             A list of NumPy arrays, in fgraph output order.
@@ -212,7 +215,11 @@ class CompiledModel:
 
     def check_inputs(self, arrays) -> dict:
         """The onnxruntime feed for ``arrays`` (one per ONNX input, in order)
-        after ``compiler.core.validation.check_run_inputs`` (see ``run``)."""
+        after ``compiler.core.validation.check_run_inputs`` (see ``run``). A
+        ``numpy.random.Generator`` given for a generator's key (``random=
+        "key"``) becomes a fresh key drawn from it (``random_key``; the
+        generator advances)."""
+        arrays = [random_key(a) if isinstance(a, np.random.Generator) else a for a in arrays]
         return check_run_inputs(self.onnx_model, arrays, self.equal_dims, self.declared_inputs)
 
     def report(self) -> str:

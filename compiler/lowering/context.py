@@ -20,7 +20,8 @@ from ir.opdef import RANDOM, WatchedSequence
 
 ASSERTION_MODES = ("drop", "nan")
 SHARED_CONST_SIZE = 16  # constants of at most this many elements are shared by value (``const``)
-RANDOM_POLICIES = (None, "inputs", "onnx")
+RANDOM_POLICIES = (None, "inputs", "onnx", "key")
+KEY_TYPE = TensorType(DType.UINT64, (2,))  # a generator under random="key": (seed, counter), rules/random_key.py
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,9 @@ class LoweringOptions:
             ``LoweringRecord.dropped``) or ``"nan"`` (the value poisoned with
             NaN where a condition fails).
         random: what random variables become (``rules/random.py``): None
-            (unsupported), ``"inputs"`` (noise as model inputs) or
-            ``"onnx"`` (ONNX random ops).
+            (unsupported), ``"inputs"`` (noise as model inputs), ``"onnx"``
+            (ONNX random ops) or ``"key"`` (generators as ``uint64[2]`` keys,
+            ``rules/random_key.py``).
 
     Raises:
         ValueError: an unknown ``assertions`` mode or ``random`` policy.

@@ -26,7 +26,7 @@ from pytensor.tensor.type import TensorType as PtTensorType
 from compiler.lowering.errors import (CompileError, DroppedAssertionWarning, LoweringError, Unsupported, UnsupportedOccurrence,
                              UnsupportedOpsError, user_stacklevel)
 from compiler.lowering.const_eval import ConstantEvaluator
-from compiler.lowering.context import LoweringContext, LoweringOptions, ir_dtype, ir_type, sanitize_name
+from compiler.lowering.context import KEY_TYPE, LoweringContext, LoweringOptions, ir_dtype, ir_type, sanitize_name
 from compiler.lowering.registry import find_rule
 from ir import Graph, TensorType, Value
 from ir.types import dims_compatible, join_dims
@@ -124,10 +124,12 @@ def lower(spec: GraphSpec, options: LoweringOptions = LoweringOptions()) -> Lowe
     Constant subgraphs are evaluated by PyTensor (``const_eval.py``).
     ``options.assertions`` ("drop" or "nan") is what assertions become
     (``rules/assertions.py``); dropped ones are listed in one
-    ``DroppedAssertionWarning``. ``options.random`` (None, "inputs" or
-    "onnx") is what random variables become (``rules/random.py``); generator
-    inputs (``RandomType``) are not model inputs, noise inputs follow the
-    others. The IR graph is called ``options.name``.
+    ``DroppedAssertionWarning``. ``options.random`` (None, "inputs", "onnx"
+    or "key") is what random variables become (``rules/random.py``);
+    generator inputs (``RandomType``) are model inputs of type ``uint64[2]``
+    under "key" (shared ones too: a baked key would repeat its draws), else
+    none; noise inputs follow the others. The IR graph is called
+    ``options.name``.
 
     Raises:
         UnsupportedOpsError: listing every node without a working rule.
@@ -152,21 +154,23 @@ def lower(spec: GraphSpec, options: LoweringOptions = LoweringOptions()) -> Lowe
                  for v in list(spec.inputs) + extra_shared
                  for why in [_unsupported_type(v)] if why]
     bad_types += [UnsupportedOccurrence(f"output {v} of type {v.type}", why, None)
-                  for v in spec.outputs for why in [_unsupported_type(v, output=True)] if why]
+                  for v in spec.outputs for why in [_unsupported_type(v, output=True, random=options.random)] if why]
     if bad_types:
         raise UnsupportedOpsError(bad_types)
     for i, var in enumerate(list(spec.inputs) + extra_shared):
         is_shared = var in spec.shared_inputs or isinstance(var, SharedVariable)
-        if isinstance(var.type, RandomType) or is_shared and not hasattr(var.type, "dtype"):
+        key = isinstance(var.type, RandomType) and options.random == "key"
+        if not key and (isinstance(var.type, RandomType) or is_shared and not hasattr(var.type, "dtype")):
             continue  # an RNG or other non-tensor state: the nodes reading it draw noise or are unsupported
-        if is_shared and options.bake_shared:
+        if is_shared and options.bake_shared and not key:
             value = var.get_value(borrow=True)
             ctx.values[var] = graph.add_constant(value.astype(ir_dtype(var).numpy, copy=False),
                                                  _unique(sanitize_name(var.name) or "shared", used_names, next_suffix))
             baked.append(var)
             continue
         name = _unique(sanitize_name(var.name) or f"input{i}", used_names, next_suffix)
-        ctx.values[var] = graph.add_input(ir_type(var, [f"{name}_dim{a}" for a in range(var.type.ndim)]), name)
+        t = KEY_TYPE if key else ir_type(var, [f"{name}_dim{a}" for a in range(var.type.ndim)])
+        ctx.values[var] = graph.add_input(t, name)
         input_vars.append(var)
 
     roots = spec.inputs + extra_shared
@@ -297,6 +301,8 @@ def _refine(var, value: Value, node, source, perform_shaped=frozenset()) -> Valu
     so does every shape of a variable in ``perform_shaped``
     (``LoweringContext.follow_perform``)."""
     t = value.type
+    if isinstance(var.type, RandomType):  # a generator's key (random="key"), made by the random rules
+        return value
     if var in perform_shaped and t.dtype == ir_dtype(var):
         return value
     static = getattr(var.type, "shape", ())
@@ -317,15 +323,16 @@ def _refine(var, value: Value, node, source, perform_shaped=frozenset()) -> Valu
     return value
 
 
-def _unsupported_type(var, output: bool = False) -> str | None:
+def _unsupported_type(var, output: bool = False, random: str | None = None) -> str | None:
     """Why PyTensor variable ``var`` cannot be a model input or output (None
     when it can): only dense tensors of the IR's dtypes exist in ONNX here.
     RNG inputs are left to the nodes that read them (``rules/random.py``);
-    an RNG ``output`` is unsupported."""
+    an RNG ``output`` needs the ``random`` policy "key"."""
     t = var.type
     if isinstance(t, RandomType):
-        return None if not output else ("a random generator has no ONNX value (models are stateless: drop the "
-                                        "generator update; random='onnx' draws anew at every run)")
+        return None if not output or random == "key" else (
+            "a random generator is a model output only under random='key' (its uint64 key; ONNX's random "
+            "ops keep their generators inside the session, and random='inputs' noise is the caller's)")
     if type(t) is not PtTensorType and not isinstance(t, ScalarType):  # sparse types subclass TensorType
         return f"{type(t).__name__} has no ONNX equivalent (only dense tensors)"
     try:

@@ -103,6 +103,7 @@ for _name, _fn, _allowed, _comm in [
     ("and", np.bitwise_and, INT_OR_BOOL, True),  # logical on bool, bitwise on ints
     ("or", np.bitwise_or, INT_OR_BOOL, True),
     ("xor", np.bitwise_xor, INT_OR_BOOL, True),
+    ("shift_right", np.right_shift, "u", False),  # logical shift of unsigned ints; 0 from a shift >= the width
 ]:
     _nary(_name, _fn, _allowed, doc=f"NumPy {_fn.__name__} with broadcasting", commutative=_comm,
           total=TOTAL_ON_FLOATS if _name in ("div", "floor_div", "mod", "pow") else TOTAL)

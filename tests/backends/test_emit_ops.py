@@ -236,7 +236,7 @@ UNARY = ["neg", "abs", "sign", "exp", "exp2", "expm1", "log", "log2", "log10", "
          "acosh", "atanh", "erf", "sigmoid", "softplus", "floor", "ceil", "trunc", "round_half_even",
          "round_half_away", "invert", "isnan", "isinf"]
 BINARY = ["add", "sub", "mul", "div", "floor_div", "mod", "maximum", "minimum", "and", "or", "xor",
-          "eq", "ne", "lt", "le", "gt", "ge"]
+          "shift_right", "eq", "ne", "lt", "le", "gt", "ge"]
 
 
 def unary_cases():

@@ -137,6 +137,7 @@ EVAL = [
     ("and", {}, [b(True, True, False), b(True, False, False)], [b(True, False, False)]),
     ("or", {}, [u8(0b1100), u8(0b1010)], [u8(0b1110)]),
     ("xor", {}, [i32(0b1100), i32(0b1010)], [i32(0b0110)]),
+    ("shift_right", {}, [u8(0b1100, 255, 255), u8(2, 7, 9)], [u8(0b11, 1, 0)]),
     ("eq", {}, [f32(1, nan, 2), f32(1, nan, 3)], [b(True, False, False)]),
     ("ne", {}, [f32(1, nan), f32(1, nan)], [b(False, True)]),
     ("lt", {}, [i64(1, 2, 3), i64(2)], [b(True, False, False)]),

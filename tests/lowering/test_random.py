@@ -1,8 +1,9 @@
-"""Random variables (``compiler/lowering/rules/random.py``) under both
+"""Random variables (``compiler/lowering/rules/random.py``) under the
 policies, tested by distribution: a Kolmogorov-Smirnov test (continuous) or
 a chi-square test (discrete) of 4000 draws against SciPy's distribution, at
 fixed seeds (the ONNX nodes' seeds come from the PyTensor generator's state,
-the noise inputs from a seeded NumPy generator), so every run sees the same
+the noise inputs from a seeded NumPy generator, the ``"key"`` models' key
+from a fixed seed), so every run sees the same
 draws. Under ``random="inputs"`` the transform is also checked value by value
 against its closed form on the same noise."""
 
@@ -17,6 +18,7 @@ from scipy import stats
 
 from compiler import compile_to_onnx
 from compiler.lowering.errors import UnsupportedOpsError
+from compiler.lowering.rules.random_key import random_key
 
 N = 4000
 P_MIN = 1e-3  # the tests are deterministic; a correct sampler passes these at any seed with p = 0.999
@@ -67,6 +69,8 @@ def _noise(m, seed=7):
 
 
 def _draws(m, policy):
+    if policy == "key":
+        return m.run(random_key(7))[0]
     return m.run(**_noise(m))[0] if policy == "inputs" else m.run()[0]
 
 
@@ -76,7 +80,7 @@ def _chi2_p(draws, support, pmf):
     return stats.chisquare(counts, pmf * len(draws)).pvalue
 
 
-@pytest.mark.parametrize("policy", ["onnx", "inputs"])
+@pytest.mark.parametrize("policy", ["onnx", "inputs", "key"])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("name", sorted(CONTINUOUS))
 def test_continuous_distribution(name, dtype, policy):
@@ -95,7 +99,7 @@ def test_continuous_distribution(name, dtype, policy):
         np.testing.assert_allclose(draws, closed(noise), rtol=tol, atol=tol)
 
 
-@pytest.mark.parametrize("policy", ["onnx", "inputs"])
+@pytest.mark.parametrize("policy", ["onnx", "inputs", "key"])
 @pytest.mark.parametrize("name", sorted(DISCRETE))
 def test_discrete_distribution(name, policy):
     make, support, pmf, closed = DISCRETE[name]
@@ -187,12 +191,6 @@ def test_no_policy_is_unsupported_and_names_the_option():
     x = pt.random.normal(size=(3,), rng=_rng())
     with pytest.raises(UnsupportedOpsError, match="random='inputs'"):
         compile_to_onnx([], outputs=[x])
-
-
-def test_generator_as_output_is_unsupported():
-    x = pt.random.normal(size=(3,), rng=_rng())
-    with pytest.raises(UnsupportedOpsError, match="random generator has no ONNX value"):
-        compile_to_onnx([], outputs=[x, x.owner.outputs[0]], random="onnx")
 
 
 def test_bad_policy():

@@ -391,7 +391,7 @@ def test_long_pymc_model_run_has_no_failures(start):
 
 
 # The random family (``compiler/tools/fuzz/random_draws.py``): draws compared in distribution (two-sample
-# KS per column, Bonferroni over the program's tests at ALPHA) under both ``random`` policies and paths.
+# KS per column, Bonferroni over the program's tests at ALPHA) under the three ``random`` policies and both paths.
 def test_random_programs_are_deterministic_and_cover_every_distribution():
     from compiler.tools.fuzz.random_draws import DISTRIBUTIONS, generate_random
 

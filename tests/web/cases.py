@@ -1,7 +1,7 @@
 """Emitted models the browser test job runs in onnxruntime-web: one per
 feature the browser must handle (float32, float64 and int64 kernels,
 model-local functions, Loop, If, a symbolic batch at two sizes, a ~50 MB
-initializer). Each case knows the ONNX features its model must contain, so a
+initializer, uint64 integer arithmetic of ``random="key"``). Each case knows the ONNX features its model must contain, so a
 compiler change that stops emitting them fails the job instead of silently
 testing something else."""
 
@@ -162,6 +162,27 @@ def large_initializer():
     return compiled, [[rng.random((2, 3200), dtype=np.float32)]]
 
 
+def random_key():
+    """Draws under ``random="key"``: the generator a ``uint64[2]`` key input,
+    SplitMix64 noise in uint64 ``Add``/``Mul``/``BitShift``/``BitwiseXor``,
+    uniform float64 and float32 and integer draws and the next key as
+    outputs, run at a key and at the key it returned (the browser must give
+    the same integers and key bits as onnxruntime in Python)."""
+    import pytensor.tensor as pt
+    from pytensor.tensor.random.type import random_generator_type
+
+    from compiler import compile_to_onnx
+    from compiler.lowering.rules.random_key import random_key as make_key
+
+    rng = random_generator_type("rng")
+    r1, u = pt.random.uniform(size=(3, 5), rng=rng).owner.outputs
+    r2, z = pt.random.normal(size=(7,), rng=r1, dtype="float32").owner.outputs
+    r3, k = pt.random.integers(-1000, 2 ** 40, size=(6,), rng=r2).owner.outputs
+    compiled = compile_to_onnx([rng], outputs=[u, z, k, r3], random="key")
+    first = make_key(2026)
+    return compiled, [[first], [compiled.run(first)[-1]]]
+
+
 CASES = [
     Case("float32_batch", float32_batch),
     Case("float64_math", float64_math),
@@ -170,4 +191,5 @@ CASES = [
     Case("loop", loop, ops={"Loop"}),
     Case("ifelse", ifelse, ops={"If"}),
     Case("large_initializer", large_initializer),
+    Case("random_key", random_key, ops={"BitShift", "BitwiseXor"}),
 ]

@@ -97,6 +97,14 @@ def logic(ctx, node, a, b):
     return ctx.op(name if node.inputs[0].dtype == B else f"Bitwise{name}", a, b)
 
 
+@emits("shift_right")
+def shift_right(ctx, node, a, b):
+    """``np.right_shift`` of unsigned ints: ONNX ``BitShift`` with direction
+    RIGHT (onnxruntime's kernel, like NumPy, gives 0 for a shift of at least
+    the bit width)."""
+    return ctx.op("BitShift", a, b, direction="RIGHT")
+
+
 COMPARE = {"lt": "Less", "le": "LessOrEqual", "gt": "Greater", "ge": "GreaterOrEqual"}
 
 

@@ -11,6 +11,7 @@ from compiler.lowering.errors import Unsupported, UnsupportedOpsError
 from compiler.lowering.context import LoweringContext
 from compiler.lowering.lower import lower_apply_nodes
 from compiler.lowering.registry import lowers
+from compiler.lowering.rules.random_key import valueless_generator
 from ir import Value
 
 
@@ -21,9 +22,10 @@ def lower_op_from_graph(ctx: LoweringContext, node) -> list[Value]:
     inputs, then the implicit shared-variable inputs, in ``fgraph.inputs``
     order). Nested OpFromGraphs inline recursively. A random generator
     input (PyMC's symbolic random variables: ``AutoRegressiveRV`` and
-    others wrap their draws so) has no IR value: its inner variable stands
-    for the outer one (``LoweringRecord.rng_sources``, the draws' seeds),
-    and a generator output is None (``rules/random.py``).
+    others wrap their draws so) has no IR value but under
+    ``random="key"``: its inner variable stands for the outer one
+    (``LoweringRecord.rng_sources``, the draws' seeds), and a generator
+    output is None (``rules/random.py``); under ``"key"`` both are keys.
 
     Returns:
         The IR values of the inner outputs, one per node output (None for
@@ -38,9 +40,7 @@ def lower_op_from_graph(ctx: LoweringContext, node) -> list[Value]:
     for outer, inner in zip(node.inputs, fgraph.inputs):
         if isinstance(outer.type, RandomType):
             ctx.record.rng_sources[inner] = outer
-            args.append(None)
-        else:
-            args.append(ctx.get(outer))
+        args.append(None if valueless_generator(ctx, outer) else ctx.get(outer))
     return inline_graph(ctx, fgraph.inputs, fgraph.outputs, args)
 
 
@@ -56,10 +56,10 @@ def inline_graph(ctx: LoweringContext, inputs, outputs, args: list[Value]) -> li
         Unsupported: listing the inner nodes that could not be lowered.
     """
     outer_values, outer_source, outer_label = ctx.values, ctx.source, ctx.op_label
-    ctx.values = {v: a for v, a in zip(inputs, args, strict=True) if a is not None}  # None: a generator
+    ctx.values = {v: a for v, a in zip(inputs, args, strict=True) if a is not None}  # None: a valueless generator
     try:
         lower_apply_nodes(ctx, inputs, outputs, source=outer_source)
-        return [None if isinstance(v.type, RandomType) else ctx.get(v) for v in outputs]
+        return [None if valueless_generator(ctx, v) else ctx.get(v) for v in outputs]
     except UnsupportedOpsError as e:
         raise Unsupported("inner graph: " + "; ".join(f"{o.op}: {o.reason}" for o in e.occurrences)) from None
     finally:

@@ -30,6 +30,17 @@ comes from is the policy:
   at every run (its ``std::default_random_engine``: 31 bits per draw), and
   at every step of the ``Loop`` a draw in a scan body sits in
   (``scan-unroll`` reseeds each unrolled copy).
+- ``random="key"``: every generator is a value, its key: a ``uint64[2]``
+  ``(seed, counter)`` (``random_key.py``). A generator input of the graph
+  (an explicit input or a shared ``Generator``, never baked) is a model
+  input of that type, named after the variable; a draw computes its uniform
+  noise from the key by SplitMix64 and its next generator is the key with
+  the counter advanced by the noise's size, so a generator can be a model
+  output (what PyTensor's JAX backend does with its PRNG key). The same key
+  gives the same draws on every runtime; a scan carries an updated
+  generator through its ``Loop`` and keeps a generator non-sequence fixed
+  (each step draws the same noise, as PyTensor's scan does without the
+  update).
 - ``None`` (the default): random variables are unsupported (an exported
   model would otherwise silently fix or drop its randomness).
 
@@ -50,12 +61,12 @@ the sort keys of permutation and choice, use float64 noise. Parameter values are
 checked (PyTensor raises on a negative scale; the model returns what the
 formula gives); parameter shapes are: with ``size`` given, a draw whose
 parameters may have a dim that is neither 1 nor ``size``'s is reshaped to
-``size``, which fails at run time where they do not broadcast to it. The next-generator output of a node has no IR value: the draws that
-read it draw new noise of their own, and a generator as a model output is
-unsupported (models are stateless; a compiled function's updates are not
-exported; PyTensor's JAX backend returns a functional PRNG key there, which
-ONNX's node-internal generators have no equivalent of). Other distributions
-are unsupported, with the reason.
+``size``, which fails at run time where they do not broadcast to it. Under
+``"inputs"`` and ``"onnx"`` the next-generator output of a node has no IR
+value: the draws that read it draw new noise of their own, and a generator
+as a model output needs ``"key"`` (ONNX's node-internal generators keep
+their state in the session; ``"inputs"`` noise is the caller's). Other
+distributions are unsupported, with the reason.
 """
 
 from __future__ import annotations
@@ -74,7 +85,8 @@ from pytensor.tensor.type_other import NoneTypeT
 from compiler.lowering.errors import Unsupported
 from compiler.lowering.context import LoweringContext, ir_dtype, sanitize_name
 from compiler.lowering.registry import lowers
-from compiler.lowering.rules.random_transforms import TRANSFORMS, Transform
+from compiler.lowering.rules.random_key import keyed_uniform
+from compiler.lowering.rules.random_transforms import TRANSFORMS, Transform, std_normal_of
 from ir import DType, OpError, TensorType, Value
 from ir.ops.common import broadcast_shapes
 
@@ -108,7 +120,8 @@ def lower_random_variable(ctx: LoweringContext, node) -> list[Value | None]:
     as an exact transform of standard noise (module docstring).
 
     Returns:
-        ``[None, draw]``: the next generator has no IR value.
+        ``[next_key, draw]`` under ``random="key"``, else ``[None, draw]``
+        (the next generator has no IR value).
 
     Raises:
         Unsupported: no ``random`` policy, a distribution without a transform
@@ -116,7 +129,7 @@ def lower_random_variable(ctx: LoweringContext, node) -> list[Value | None]:
             other than a scan's (a matrix loop's).
     """
     rng, size, *params = node.inputs
-    return [None, _draw(ctx, node.op, rng, size, params, node.outputs[1])]
+    return list(_draw(ctx, node.op, rng, size, params, node.outputs[1]))
 
 
 @lowers(RandomVariableWithCoreShape)
@@ -127,21 +140,22 @@ def lower_random_with_core_shape(ctx: LoweringContext, node) -> list[Value | Non
     ``lower_random_variable``."""
     inner = node.op.fgraph.outputs[-1].owner.op
     _, rng, size, *params = node.inputs
-    return [None, _draw(ctx, inner, rng, size, params, node.outputs[1])]
+    return list(_draw(ctx, inner, rng, size, params, node.outputs[1]))
 
 
-def _draw(ctx: LoweringContext, op, rng, size, params, out) -> Value:
-    """The IR value of the draw ``out`` of random variable ``op`` with
-    generator ``rng``, ``size`` (or ``NoneConst``) and parameters ``params``
-    (PyTensor variables), under ``ctx.options.random``.
+def _draw(ctx: LoweringContext, op, rng, size, params, out) -> tuple[Value | None, Value]:
+    """The IR values ``(next generator, draw)`` of the draw ``out`` of random
+    variable ``op`` with generator ``rng``, ``size`` (or ``NoneConst``) and
+    parameters ``params`` (PyTensor variables), under
+    ``ctx.options.random``; the next generator is None but under ``"key"``.
 
     The table is keyed by the exact class, not the MRO: a subclass may
     reparametrize its distribution, so it stays unsupported until listed.
     """
     policy = ctx.options.random
     if policy is None:
-        raise Unsupported("random variables need compile_to_onnx(..., random='inputs') (noise as model inputs) "
-                          "or random='onnx' (ONNX's random ops)")
+        raise Unsupported("random variables need compile_to_onnx(..., random='inputs') (noise as model inputs), "
+                          "random='onnx' (ONNX's random ops) or random='key' (generators as uint64 key inputs)")
     spec = TRANSFORMS.get(type(op))
     if spec is None:
         raise Unsupported(f"random variable {op.name}: no exact transform of uniform or normal noise here "
@@ -156,8 +170,13 @@ def _draw(ctx: LoweringContext, op, rng, size, params, out) -> Value:
     if noise_dtype not in (F32, F64):
         raise Unsupported(f"random variable {op.name} of dtype {dtype} (float32 and float64 draws only)")
     args = [ctx.get(p) for p in params]
+    next_key = None
     if policy == "inputs":
         noise = _noise_input(ctx, op, spec.noise, noise_dtype, out, _known_dims(ctx, size, args, spec, out))
+    elif policy == "key":
+        noise, next_key = keyed_uniform(ctx, ctx.get(rng), _draw_shape(ctx, size, args, spec), noise_dtype)
+        if spec.noise == "normal":
+            noise = std_normal_of(ctx, noise)
     else:
         shape = _draw_shape(ctx, size, args, spec)
         noise = ctx.add(f"random_{spec.noise}", [shape], {"dtype": noise_dtype, "seed": _seed(ctx, rng)},
@@ -174,7 +193,7 @@ def _draw(ctx: LoweringContext, op, rng, size, params, out) -> Value:
                                      ctx.i64([result.rank]), ctx.i64([1])], {"axes": [0]})
             target = ctx.add("concat", [target, core], {"axis": 0})
         result = ctx.add("reshape", [result, target])
-    return ctx.cast(result, dtype)
+    return next_key, ctx.cast(result, dtype)
 
 
 def _may_outgrow(ctx: LoweringContext, size, args: list[Value], core: tuple) -> bool:

@@ -140,7 +140,7 @@ def _affine(ctx, x, loc, scale):
     return ctx.add("add", [loc, ctx.add("mul", [scale, x])])
 
 
-def _std_normal_of(ctx, u: Value) -> Value:
+def std_normal_of(ctx, u: Value) -> Value:
     """A standard normal value from uniform ``u``: ``sqrt(2) erfinv(2u - 1)``."""
     t = ctx.add("sub", [ctx.add("add", [u, u]), _k(ctx, u, 1.0)])
     return ctx.add("mul", [_k(ctx, u, np.sqrt(2.0)), ctx.add("erfinv", [t])])
@@ -419,7 +419,7 @@ def _cornish_fisher(ctx, u, mean, sd, skew):
     """``max(0, floor(mean + sd (z + skew (z^2 - 1) / 6)))``, ``z`` the normal quantile of ``u`` (float64;
     the Cornish-Fisher expansion to the skewness term): a guess of the discrete quantile a few steps from
     it (0 where it is NaN)."""
-    z = _std_normal_of(ctx, u)
+    z = std_normal_of(ctx, u)
     z = ctx.add("clip", [z, ctx.scalar(-40.0, F64), ctx.scalar(40.0, F64)])
     zz = ctx.add("sub", [ctx.add("mul", [z, z]), ctx.scalar(1.0, F64)])
     w = ctx.add("add", [z, _mul(ctx, skew, zz, ctx.scalar(1 / 6, F64))])

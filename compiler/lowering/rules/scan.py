@@ -37,9 +37,12 @@ rows or keeps the last step is lowered as any other. Mit-mot outputs (what
 ``grad`` of a scan builds: the backward scan reads and accumulates rows of
 one buffer) carry their whole buffer through the loop: the body gathers the
 rows it reads and ``scatter_nd`` writes the rows it produces (``_MitMot``).
-Random draws in the body (``rules/random.py``): a generator non-sequence
-or untraced state (the RNG a body draws from, with or without its update)
-has no IR value; the body's draws map their inner generator to the outer
+Random draws in the body (``rules/random.py``): under ``random="key"`` a
+generator is its key, so an untraced generator state (the RNG a body draws
+from with its update) is carried through the ``Loop`` and a generator
+non-sequence is an invariant (its draws repeat at every step, as in
+PyTensor). Under the other policies a generator non-sequence
+or untraced state has no IR value; the body's draws map their inner generator to the outer
 one (``LoweringRecord.rng_sources``, for the ``random="onnx"`` seeds) and
 the scan's next-generator output is None (models are stateless). Under
 ``random="onnx"`` the draws are ONNX random nodes inside the loop (a new
@@ -73,9 +76,10 @@ from pytensor.tensor.subtensor import IncSubtensor, Subtensor
 
 from compiler.lowering.errors import Unsupported
 from compiler.lowering.bodies import Body
-from compiler.lowering.context import LoweringContext, ir_type
+from compiler.lowering.context import KEY_TYPE, LoweringContext, ir_type
 from compiler.lowering.registry import lowers
 from compiler.lowering.rules.indexing import int64_scalar, int64_vector, node_index
+from compiler.lowering.rules.random_key import valueless_generator
 from ir import DType, TensorType, Value
 from ir.types import join_dims
 
@@ -135,13 +139,15 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
         if isinstance(outer.type, RandomType):
             ctx.record.rng_sources[inner] = outer
     for outer, inner in zip(untraced, inner_untraced):
-        if isinstance(outer.type, RandomType):
+        if valueless_generator(ctx, outer):
             continue
-        _warn_if_shared(outer, node, ctx)
+        key = isinstance(outer.type, RandomType)  # random="key": the generator's key is carried
+        if not key:
+            _warn_if_shared(outer, node, ctx)
         carried_init.append(ctx.get(outer))
-        body.ctx.values[inner] = body.input(ir_type(inner), inner.name or "state")
+        body.ctx.values[inner] = body.input(KEY_TYPE if key else ir_type(inner), inner.name or "state")
 
-    tensor_non_seqs = [(v, inner) for v, inner in zip(non_seqs, inner_non_seqs) if not isinstance(v.type, RandomType)]
+    tensor_non_seqs = [(v, inner) for v, inner in zip(non_seqs, inner_non_seqs) if not valueless_generator(ctx, v)]
     invariant = [ctx.get(v) for v in seqs] + [ctx.get(v) for v, _ in tensor_non_seqs]
     invariant_in = [body.input(v.type, v.name or "seq") for v in invariant[:len(seqs)]]
     invariant_in += [body.input(ctx.get(v).type, v.name or "arg") for v, _ in tensor_non_seqs]
@@ -152,9 +158,9 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
     body.ctx.noise_source = noise.provide
 
     inner_out = list(op.inner_outputs)
-    tensor_out = [v for v in inner_out if not isinstance(v.type, RandomType)]
+    tensor_out = [v for v in inner_out if not valueless_generator(ctx, v)]
     lowered = iter(body.lower(inner_in, tensor_out, f"scan body of {op}"))
-    results = [None if isinstance(v.type, RandomType) else next(lowered) for v in inner_out]
+    results = [None if valueless_generator(ctx, v) else next(lowered) for v in inner_out]
     new_buffers = []
     for mm in mit_mots:
         new_buffers.append(mm.write(body, i, results[:len(mm.out_taps)]))
@@ -173,7 +179,7 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
     carried_out: list[Value] = list(new_buffers)
     for st, new in zip(states, new_states):
         carried_out += st.registers[1:] + [new]
-    carried_out += [v for v, outer in zip(untraced_out, untraced) if not isinstance(outer.type, RandomType)]
+    carried_out += [v for v, outer in zip(untraced_out, untraced) if not valueless_generator(ctx, outer)]
     stacked = [new for st, new in zip(states, new_states) if st.stacked] + nit_out
     graph = body.finish(condition + carried_out + stacked)
 
@@ -195,8 +201,8 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
     for size, y in zip(nit_sizes, traces):
         whole = _same(size, n_var)  # what scan() builds; a while loop's shorter trace too
         outputs.append(y if whole else _final_rows(ctx, y, 0, ctx.cast(ctx.get(size), INT64), steps, stop_n))
-    finals = iter(finals)  # untraced states; a generator's is None
-    outputs += [None if isinstance(v.type, RandomType) else next(finals) for v in untraced]
+    finals = iter(finals)  # untraced states; a valueless generator's is None
+    outputs += [None if valueless_generator(ctx, v) else next(finals) for v in untraced]
     return outputs
 
 

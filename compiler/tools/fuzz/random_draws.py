@@ -16,9 +16,10 @@ model's noise differ. The output is a sample of ``ROWS`` rows (the ``size``
 axis), and each column of the model's sample is compared with the same
 column of PyTensor's by a two-sample Kolmogorov-Smirnov test
 (``scipy.stats.ks_2samp``); dtypes and shapes exactly. Both fuzzer paths
-(the raw graph and the default-mode function) run under both ``random``
-policies: ``"inputs"``, the noise fed from NumPy's generator, and
-``"onnx"``, drawn by onnxruntime. A program fails when any test rejects at
+(the raw graph and the default-mode function) run under the three ``random``
+policies: ``"inputs"``, the noise fed from NumPy's generator,
+``"onnx"``, drawn by onnxruntime, and ``"key"``, the generators fed keys
+(SplitMix64 noise in the model). A program fails when any test rejects at
 ``ALPHA / tests``, or when its parameters with one wrong dim are not
 refused exactly when PyTensor refuses them (``wrong_shapes.py``, on the raw
 graph's ``random="onnx"`` model): with the Bonferroni correction the chance that a correct
@@ -34,9 +35,11 @@ import re
 import warnings
 
 import numpy as np
+from pytensor.tensor.random.type import RandomType
 
 from compiler import compile_to_onnx
 from compiler.lowering.errors import UnsupportedOpsError
+from compiler.lowering.rules.random_key import random_key
 from compiler.tools.fuzz.generate import POSITIVE, REAL, UNIT, Program, domain_values
 from compiler.tools.fuzz.reference import CaseResult, _inner_graphs_in_python, _reference, build, reference_mode
 from compiler.tools.fuzz.wrong_shapes import check_wrong_shapes
@@ -45,7 +48,7 @@ from compiler.tools.fuzz.wrong_shapes import check_wrong_shapes
 # shifted by 0.05 sd, a scale 10% off); drawing and sorting 40,000 values costs ~1 ms, the compiles ~10 ms.
 ROWS = 40_000
 ALPHA = 1e-5  # per program, over all its tests
-POLICIES = ("inputs", "onnx")
+POLICIES = ("inputs", "onnx", "key")
 LOW, ABOVE_LOW, SIMPLEX = "low", "above_low", "simplex"
 # distribution -> its parameters (PyTensor's keyword names) with their domains; the draw's dtype kind
 DISTRIBUTIONS = {
@@ -153,13 +156,16 @@ def _parameter(rng, domain: str, shape: tuple, dtype: str, low) -> np.ndarray:
 def noise_feed(model, seed: int) -> dict:
     """Standard noise for each of ``model.random_inputs`` (``"normal"`` or
     U[0, 1) ``"uniform"``, of its dtype and shape) from NumPy's generator
-    seeded with ``seed``.
+    seeded with ``seed``, and a key (``random_key``) for each generator input
+    of a ``random="key"`` model.
 
     Raises:
         ValueError: a noise input whose shape is not static.
     """
     gen = np.random.default_rng([seed, 17])
-    feed = {}
+    feed = {name: random_key([seed, 17, i]) for i, (name, var) in enumerate(zip(model.input_names,
+                                                                              model.input_variables))
+            if isinstance(var.type, RandomType)}  # random="key": the generators' keys
     for spec in model.random_inputs:
         if not all(isinstance(d, int) for d in spec.shape):
             raise ValueError(f"noise input {spec.name} has a symbolic shape {spec.shape}")
@@ -245,7 +251,7 @@ def run_random_case(program: Program, backend: str = "python"):
             except Exception as e:
                 return CaseResult("crash", path, f"{where}: compile: {type(e).__name__}: {e}"[:300], program)
             try:
-                feed = noise_feed(model, program.seed) if policy == "inputs" else {}
+                feed = noise_feed(model, program.seed) if policy != "onnx" else {}
                 got = model.run(*data, **feed)[0]
             except Exception as e:
                 return CaseResult("crash", path, f"{where}: run: {type(e).__name__}: {e}"[:300], program)

@@ -8,7 +8,8 @@ and the mode, never the tools or ``nn``."""
 
 from compiler.core.driver import CompiledModel, compile_to_onnx
 from compiler.lowering.errors import CompileError, UnsupportedOpsError
+from compiler.lowering.rules.random_key import random_key
 from compiler.mode import ONNX_MODE, ONNXLinker, compiled_model, onnx_mode  # registers mode "ONNX"
 
 __all__ = ["CompileError", "CompiledModel", "ONNXLinker", "ONNX_MODE", "UnsupportedOpsError", "compile_to_onnx",
-           "compiled_model", "onnx_mode"]
+           "compiled_model", "onnx_mode", "random_key"]

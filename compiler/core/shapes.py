@@ -207,7 +207,9 @@ def check_dynamic(model: onnx.ModelProto, graph: Graph, input_vars: Sequence, ou
     axis) are the largest of the candidate and input sizes at which the
     model runs and gives PyTensor's output shapes (a larger size fails to
     broadcast or changes a shape; a step axis longer than the steps is
-    unread).
+    unread). Generator inputs of a ``random="key"`` model are fed a key and
+    PyTensor a ``Generator`` (a shared one is swapped for an explicit input);
+    a next-generator output is compared in dtype and shape (``uint64[2]``).
 
     Args:
         model: the emitted model.
@@ -234,11 +236,21 @@ def check_dynamic(model: onnx.ModelProto, graph: Graph, input_vars: Sequence, ou
     from pytensor.graph.traversal import ancestors
     from pytensor.tensor.random.type import RandomType
 
-    fn = pytensor.function(list(input_vars), list(output_vars), mode=Mode(linker="py", optimizer="fast_compile"),
-                           on_unused_input="ignore", accept_inplace=True)
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.replace import clone_replace
+
+    # random="key": a shared generator is a model input; PyTensor takes it as an explicit one in its place
+    explicit = {v: v.type() for v in input_vars if isinstance(v.type, RandomType) and isinstance(v, SharedVariable)}
+    fn = pytensor.function([explicit.get(v, v) for v in input_vars],
+                           clone_replace(list(output_vars), explicit) if explicit else list(output_vars),
+                           mode=Mode(linker="py", optimizer="fast_compile"), on_unused_input="ignore",
+                           accept_inplace=True)
     drawn = [any(isinstance(a.type, RandomType) for a in ancestors([v])) for v in output_vars]
     noise = {r.name: r for r in random_inputs}
-    runner = _Runner(model, graph, fn, session or make_session(model), np.random.default_rng(seed), noise, drawn)
+    keys = {v.name for v, var in zip([v for v in graph.inputs if v.name not in noise], input_vars)
+            if isinstance(var.type, RandomType)}
+    runner = _Runner(model, graph, fn, session or make_session(model), np.random.default_rng(seed), noise, drawn,
+                     keys)
     names = list(dict.fromkeys(s for v in graph.inputs if v.name not in noise
                                for d in v.shape for s in sorted(sym.symbols(d))))
     example_sizes = dict(example_sizes or {})
@@ -279,8 +291,9 @@ class _Runner:
     """Runs PyTensor and onnxruntime on the same random inputs."""
 
     def __init__(self, model, graph: Graph, fn, session, rng: np.random.Generator, noise: Mapping | None = None,
-                 drawn: Sequence[bool] = ()):
+                 drawn: Sequence[bool] = (), keys: frozenset | set = frozenset()):
         self.graph = graph
+        self.keys = keys  # generator inputs (random="key"): a key for onnxruntime, a Generator for PyTensor
         self.noise = dict(noise or {})  # noise input name -> RandomInput
         self.drawn = list(drawn) or [False] * len(graph.outputs)  # outputs compared in dtype and shape only
         self.free = list(dict.fromkeys(s for v in graph.inputs if v.name in self.noise for d in v.shape
@@ -294,9 +307,13 @@ class _Runner:
 
     def accepts(self, sizes: Mapping[str, int]) -> bool:
         """Draw inputs at ``sizes`` and run PyTensor; False if it raises."""
-        arrays = [self._random(v.type, sizes) for v in self.graph.inputs if v.name not in self.noise]
+        inputs = [v for v in self.graph.inputs if v.name not in self.noise]
+        arrays = [self._random(v.type, sizes) for v in inputs]
+        args = [np.random.default_rng(list(a)) if v.name in self.keys else a.copy()  # in-place ops may overwrite
+                for v, a in zip(inputs, arrays)]
         try:
-            want = [np.array(r) for r in self.fn(*[a.copy() for a in arrays])]  # in-place ops may overwrite
+            want = [np.zeros(2, np.uint64) if isinstance(r, np.random.Generator) else np.array(r)  # a next key
+                    for r in self.fn(*args)]
         except Exception as e:  # noqa: BLE001 - any PyTensor failure means "not a valid size"
             self.last_error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             return False

@@ -194,6 +194,17 @@ def test_every_transform_equals_its_inputs_form_on_the_stream(kind):
         np.testing.assert_array_equal(got, want)
 
 
+def test_check_dynamic_feeds_keys_and_compares_the_next_key():
+    """``check_dynamic`` under ``"key"``: the shared generator is a model input PyTensor gets as an
+    explicit one; the draw and the next key compared in dtype and shape, ``2 mu`` in value too."""
+    mu, sigma = pt.matrix("mu"), pt.vector("sigma")
+    nxt, x = pt.random.normal(mu, pt.exp(sigma), rng=_rng(), name="x").owner.outputs
+    m = compile_to_onnx([mu, sigma], outputs=[x, 2 * mu, nxt], random="key", check_dynamic=True)
+    assert m.input_names == ["mu", "sigma", "rng"]
+    draw, twice, key = m.run(np.ones((2, 3)), np.zeros(3), random_key(1))
+    assert draw.shape == (2, 3) and key.tolist()[1] == 6 and np.array_equal(twice, np.full((2, 3), 2.0))
+
+
 def test_generator_output_needs_key():
     """Under the other policies a generator output is refused with the way out."""
     from compiler.lowering.errors import UnsupportedOpsError

@@ -163,7 +163,7 @@ def test_categorical_batch_of_probabilities():
     assert _chi2_p(draws[1::2], np.arange(3)[1:], np.array([0.5, 0.5])) > P_MIN
 
 
-@pytest.mark.parametrize("policy", ["onnx", "inputs"])
+@pytest.mark.parametrize("policy", ["onnx", "inputs", "key"])
 def test_compiled_function(policy):
     """A default-mode function (PyTensor 3 wraps each draw in
     ``RandomVariableWithCoreShape``); its generator update is dropped."""
@@ -180,6 +180,9 @@ def test_compiled_function(policy):
         feed |= _noise(m) if all(isinstance(d, int) for s in m.random_inputs for d in s.shape) else {
             s.name: (np.random.default_rng(i).standard_normal(N) if s.noise == "normal"
                      else np.random.default_rng(i).random(N)) for i, s in enumerate(m.random_inputs)}
+    if policy == "key":
+        assert m.input_names == ["mu", "rng"]
+        feed["rng"] = random_key(3)
     draws = m.run(**feed)[0]
     ref = stats.norm(3.0, 2.0)
     # x + k: a mixture of shifted normals with the categorical weights

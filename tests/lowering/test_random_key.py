@@ -164,8 +164,9 @@ EVERY_KIND = {
     "dirichlet": lambda r: pt.random.dirichlet(np.array([2.0, 3.0, 5.0]), size=(8,), rng=r),
     "mvnormal": lambda r: pt.random.multivariate_normal(np.zeros(3), np.array([[2.0, 0.5, 0], [0.5, 1, 0.2],
                                                                                [0, 0.2, 1]]), size=(7,), rng=r),
-    # unbatched: with a batch, ONNX's strict data-propagating shape inference (the suite's model check)
-    # misreads the binomial search loop's Concat of (1, n) rows as a length-2n vector, under every policy
+    # unbatched: with a batch the suite's model check (ONNX's strict, data-propagating shape inference)
+    # rejects the binomial search Loop under every policy ("Invalid rank for Sub broadcasting: (6) vs (12)"
+    # in its body; onnxruntime runs it): docs/status.md
     "multinomial": lambda r: pt.random.multinomial(10, np.array([0.2, 0.3, 0.5]), rng=r),
     "permutation": lambda r: pt.random.permutation(9, rng=r),
     "vonmises": lambda r: pt.random.vonmises(0.3, 4.0, size=(10,), rng=r),

@@ -165,8 +165,8 @@ EVERY_KIND = {
     "mvnormal": lambda r: pt.random.multivariate_normal(np.zeros(3), np.array([[2.0, 0.5, 0], [0.5, 1, 0.2],
                                                                                [0, 0.2, 1]]), size=(7,), rng=r),
     # unbatched: with a batch the suite's model check (ONNX's strict, data-propagating shape inference)
-    # rejects the binomial search Loop under every policy ("Invalid rank for Sub broadcasting: (6) vs (12)"
-    # in its body; onnxruntime runs it): docs/status.md
+    # rejects the binomial search Loop under every policy: its Sub data propagator compares a (6,) and a
+    # (2, 6) value's element counts as 1-D shapes, "(6) vs (12)" (onnxruntime runs it): docs/status.md
     "multinomial": lambda r: pt.random.multinomial(10, np.array([0.2, 0.3, 0.5]), rng=r),
     "permutation": lambda r: pt.random.permutation(9, rng=r),
     "vonmises": lambda r: pt.random.vonmises(0.3, 4.0, size=(10,), rng=r),

@@ -18,7 +18,7 @@ import pytest
 from pytensor.ifelse import ifelse
 from scipy import stats
 
-from compiler import compile_to_onnx
+from compiler import compile_to_onnx, random_key
 from tests.lowering.test_random import P_MIN, _rng
 
 N, T = 3000, 4
@@ -133,7 +133,7 @@ def test_draws_of_a_nested_scan_stack_one_step_axis_per_scan():
         assert stats.kstest(row, stats.triang(0.5, 0, 2).cdf).pvalue > P_MIN
 
 
-@pytest.mark.parametrize("policy", ["onnx", "inputs"])
+@pytest.mark.parametrize("policy", ["onnx", "inputs", "key"])
 def test_draw_in_an_ifelse_branch(policy):
     """A draw in the taken branch of an ``IfElse``; under ``"inputs"`` its noise is an input of the
     branch's draw shape, fed whether or not the branch runs (the other branch ignores it)."""
@@ -145,6 +145,8 @@ def test_draw_in_an_ifelse_branch(policy):
         (spec,) = m.random_inputs
         assert (spec.noise, spec.shape) == ("uniform", (N,))
         feed[spec.name] = np.random.default_rng(4).random(N)
+    if policy == "key":
+        feed["rng"] = random_key(4)
     draws = m.run(1.0, **feed)[0]
     assert draws.dtype == np.float64 and draws.shape == (N,)
     assert stats.kstest(draws, stats.expon(scale=2.0).cdf).pvalue > P_MIN
@@ -168,7 +170,7 @@ def test_draw_in_an_ifelse_inside_a_scan_under_inputs():
     np.testing.assert_array_equal(out, np.cumsum(z * (f > 0)[:, None], axis=0))
 
 
-@pytest.mark.parametrize("policy", ["onnx", "inputs"])
+@pytest.mark.parametrize("policy", ["onnx", "inputs", "key"])
 def test_pymc_ar_forward_sampling(policy):
     """PyMC's ``AR`` (an ``OpFromGraph`` random variable whose scan draws the innovations) sampled
     forward: ``x_0 ~ N(0, 1)``, ``x_t = 0.5 x_{t-1} + e_t``, so ``Var x_t = 0.25 Var x_{t-1} + 1``
@@ -183,6 +185,8 @@ def test_pymc_ar_forward_sampling(policy):
         for spec in m.random_inputs:  # the innovations' step axis is symbolic inside PyMC's graph: 6 steps
             shape = tuple(6 if isinstance(d, str) else d for d in spec.shape)
             feed[spec.name] = gen.standard_normal(shape).astype(spec.dtype)
+    if policy == "key":  # the generators of the initial value's and the innovations' draws
+        feed = {name: random_key([3, i]) for i, name in enumerate(m.input_names)}
     out = m.run(**feed)[0]
     want = pm.draw(ar, random_seed=1)
     assert out.dtype == want.dtype and out.shape == want.shape == (2000, 7)

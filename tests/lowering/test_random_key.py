@@ -122,21 +122,6 @@ def test_scan_carries_an_updated_key_and_repeats_a_fixed_one(steps, style):
         np.testing.assert_allclose(np.diff(ref, axis=0), np.broadcast_to(ref[0], (T - 1, N)), atol=1e-12)
 
 
-def test_pymc_ar_forward_sampling_under_key():
-    """PyMC's ``AR`` (an ``OpFromGraph`` random variable drawing its innovations in a scan): the
-    generators inside the inner graph are keys; ``x_t = 0.5 x_{t-1} + e_t`` by step variance."""
-    pm = pytest.importorskip("pymc")
-    with pm.Model():
-        ar = pm.AR("ar", rho=[0.5], sigma=1.0, init_dist=pm.Normal.dist(0, 1), steps=6, shape=(2000, 7))
-    m = compile_to_onnx([], outputs=[ar], random="key")
-    out = m.run(*[random_key(i) for i in range(len(m.input_names))])[0]
-    assert out.shape == (2000, 7)
-    var = 1.0
-    for t in range(7):
-        assert stats.kstest(out[:, t], stats.norm(0, np.sqrt(var)).cdf).pvalue > P_MIN
-        var = 0.25 * var + 1
-
-
 def test_mode_feeds_keys_drawn_from_the_functions_generators():
     """``onnx_mode(random="key")``: each call draws a key from the shared generator (so draws change
     from call to call, and reseeding the stream repeats them, as in PyTensor), the update is the

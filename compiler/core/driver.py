@@ -72,6 +72,9 @@ class CompiledModel:
             ``compiler.lowering.rules.random.RandomInput`` per noise input
             (name, distribution, ``"normal"``/``"uniform"`` noise, dtype,
             shape, source line), in input order after ``input_variables``.
+            Under ``random="key"`` there are none: each random generator is
+            an input (and, where the graph returns it, an output) of type
+            ``uint64[2]``, its key (``compiler.random_key``).
         options: the ``CompileOptions`` of the compilation.
         advice: the slow forms the model holds, each with the user's source
             line and what to change (``compiler.core.advisor``; empty when

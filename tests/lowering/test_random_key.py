@@ -191,6 +191,23 @@ def test_check_dynamic_feeds_keys_and_compares_the_next_key():
     assert draw.shape == (2, 3) and key.tolist()[1] == 6 and np.array_equal(twice, np.full((2, 3), 2.0))
 
 
+def test_pymc_prior_predictive_through_the_mode():
+    """``pm.sample_prior_predictive`` compiled with ``onnx_mode(random="key")``: the same
+    ``random_seed`` gives the same draws; ``mu ~ N(0, 1)`` and ``sigma ~ HalfNormal(2)`` by KS."""
+    pm = pytest.importorskip("pymc")
+    from compiler.mode import onnx_mode
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 1)
+        sigma = pm.HalfNormal("sigma", 2)
+        pm.Normal("y", mu, sigma, shape=5)
+    draws = [pm.sample_prior_predictive(model=model, draws=1000, random_seed=1,
+                                        compile_kwargs={"mode": onnx_mode(random="key")}).prior for _ in range(2)]
+    np.testing.assert_array_equal(draws[0]["y"].values, draws[1]["y"].values)
+    assert stats.kstest(draws[0]["mu"].values.ravel(), "norm").pvalue > P_MIN
+    assert stats.kstest(draws[0]["sigma"].values.ravel(), stats.halfnorm(scale=2).cdf).pvalue > P_MIN
+
+
 def test_generator_output_needs_key():
     """Under the other policies a generator output is refused with the way out."""
     from compiler.lowering.errors import UnsupportedOpsError

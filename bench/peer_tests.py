@@ -89,7 +89,6 @@ from pytensor.compile.mode import Mode  # noqa: E402
 import peer_suite  # noqa: E402
 from backends.onnx.registry import EmitError  # noqa: E402
 from compiler import UnsupportedOpsError  # noqa: E402
-from compiler.core.options import CompileOptions  # noqa: E402
 from compiler.mode import REWRITES, ONNXLinker  # noqa: E402
 
 DEFAULT_REPO = "/work/.mirror/pymc-devs+pytensor/repo"
@@ -133,8 +132,9 @@ def _first_line(e: BaseException) -> str:
 def onnx_test_mode() -> Mode:
     """Our mode as the harness uses it: ``ONNX_MODE``'s rewrites, a
     ``NoiseLinker`` (``random="inputs"``, NumPy noise at each call; the
-    same model as ``mode="ONNX"`` for graphs without random variables)."""
-    return Mode(linker=NoiseLinker(compile_options=CompileOptions.of(None, random="inputs")), optimizer=REWRITES)
+    mode's other defaults, ``assertions="raise"`` included: the same model
+    as ``mode="ONNX"`` for graphs without random variables)."""
+    return Mode(linker=NoiseLinker(compile_options={"random": "inputs"}), optimizer=REWRITES)
 
 
 def _compile_ours(*args, **kwargs):

@@ -24,6 +24,12 @@ and PyTorch linkers drop them) turns the demo CNN into 190 nodes, 40x
 slower, and puts an unsupported ``Assert`` into the SGD step. Other
 queries: ``onnx_mode(rewrites=...)``.
 
+Assertions (``CheckAndRaise``/``Assert``) raise as in PyTensor: the mode's
+default is ``assertions="raise"`` (``MODE_ASSERTIONS``), so each run-time
+assertion is a bool output of the model and a call raises the first failing
+one's ``exc_type(msg)``; ``onnx_mode(assertions="drop")`` or ``"nan"`` choose
+otherwise (an assertion inside a scan or ``IfElse`` body needs one of those).
+
 An op with no lowering raises ``compiler.lowering.errors.UnsupportedOpsError``
 (listing every unsupported op with its source line) when the function is
 compiled: there is no Python fallback.
@@ -48,6 +54,7 @@ from compiler.lowering.compat import SCAN_PREALLOC_TAG
 INCOMPATIBLE_REWRITES = ("cxx_only", "BlasOpt", "fusion", "inplace", "local_careduce_fusion", SCAN_PREALLOC_TAG)
 REWRITES = RewriteDatabaseQuery(include=["minimum_compile"])
 MODE_NAME = "ONNX"
+MODE_ASSERTIONS = "raise"  # the mode's assertions default: PyTensor users expect a failing Assert to raise
 LINKER_NAME = "onnx"
 
 
@@ -58,7 +65,10 @@ class ONNXLinker(JITLinker):
         passes: the pass pipeline (None: ``passes.DEFAULT_PIPELINE``).
         compile_options: the ``CompileOptions`` of every compilation, or a
             dict of them by name (``emit_options``, ``input_shapes``,
-            ``check_passes``, ...); ``bake_shared`` is always False.
+            ``check_passes``, ...); ``bake_shared`` is always False. Given
+            as None or a dict, ``assertions`` defaults to ``MODE_ASSERTIONS``
+            (``"raise"``: a failing ``Assert`` raises at the call, as in
+            PyTensor's own modes); a ``CompileOptions`` is used as it is.
         pin_shared_shapes: compile for the shapes the shared variables
             have (recompiling when a call sees other shapes); False keeps
             their dims symbolic.
@@ -77,8 +87,8 @@ class ONNXLinker(JITLinker):
                  pin_shared_shapes: bool = True, **kwargs):
         super().__init__(**kwargs)
         self.passes = passes
-        if isinstance(compile_options, Mapping):
-            options = CompileOptions.of(None, **compile_options)
+        if compile_options is None or isinstance(compile_options, Mapping):
+            options = CompileOptions.of(None, **{"assertions": MODE_ASSERTIONS, **(compile_options or {})})
         else:
             options = CompileOptions.of(compile_options)
         self.options = dataclasses.replace(options, bake_shared=False) if options.bake_shared else options
@@ -132,7 +142,7 @@ class ONNXLinker(JITLinker):
             compiled = self.compile_model(fgraph, options)
         self.compiled = compiled
         positions = [fgraph.inputs.index(v) for v in compiled.input_variables]
-        names, outputs, session = compiled.input_names, compiled.output_names, compiled.session
+        names, outputs, session = compiled.input_names, compiled.fetched_names, compiled.session
         equal_dims = compiled.equal_dims
         shared = frozenset(name for name, v in zip(names, compiled.input_variables) if isinstance(v, SharedVariable))
         keyed = [(name, i) for name, i, v in zip(names, positions, compiled.input_variables)
@@ -151,7 +161,7 @@ class ONNXLinker(JITLinker):
                 check_equal_dims(feed, equal_dims, shared)  # PyTensor's runtime refusals ONNX would not make
             if extra is not None:
                 extra(feed)
-            results = session.run(outputs, feed)
+            results = compiled.checked(session.run(outputs, feed))  # raises a failing assertion's error
             for i in sorted(generators):
                 results.insert(i, values[generators[i]])
             return results
@@ -234,7 +244,8 @@ def onnx_mode(passes: Sequence | None = None, rewrites: RewriteDatabaseQuery | s
             (``REWRITES`` by default; ``RewriteDatabaseQuery(include=
             ["minimum_compile"])`` hands over an almost raw graph).
         pin_shared_shapes: see ``ONNXLinker``.
-        options: a ``CompileOptions`` (None: the defaults).
+        options: a ``CompileOptions`` (None: the defaults, but
+            ``assertions="raise"``, ``MODE_ASSERTIONS``).
         compile_options: options by name, replacing those of ``options``
             (``compile_to_onnx``'s keyword arguments; ``bake_shared`` is
             always False in the mode).
@@ -243,6 +254,8 @@ def onnx_mode(passes: Sequence | None = None, rewrites: RewriteDatabaseQuery | s
         TypeError, ValueError: a bad option (``CompileOptions``), now rather
             than when a function is compiled.
     """
+    if options is None:
+        compile_options = {"assertions": MODE_ASSERTIONS, **compile_options}
     options = CompileOptions.of(options, **compile_options)
     return Mode(linker=ONNXLinker(passes, options, pin_shared_shapes), optimizer=rewrites)
 

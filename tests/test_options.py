@@ -22,7 +22,7 @@ from compiler.lowering.context import LoweringOptions
 
 @pytest.mark.parametrize("kwargs, error, match", [
     ({"numerics": "exact"}, ValueError, r"numerics must be one of 'fast', 'strict'; got 'exact'"),
-    ({"assertions": "raise"}, ValueError, r"assertions must be one of 'drop', 'nan'; got 'raise'"),
+    ({"assertions": "warn"}, ValueError, r"assertions must be one of 'drop', 'nan', 'raise'; got 'warn'"),
     ({"random": "numpy"}, ValueError, r"random must be one of None, 'inputs', 'onnx', 'key'; got 'numpy'"),
     ({"opset": 17}, ValueError, r"opset=17 is not supported: accepted opsets are 18\.\."),
     ({"opset": 18.0}, TypeError, "opset must be an int, got float"),

@@ -28,6 +28,7 @@ from backends.onnx import build_model, initializer_bytes, make_session, save_ir_
 from compiler.core import deploy, shapes
 from compiler.core.options import CompileOptions
 from compiler.lowering import graph_spec, lower
+from compiler.lowering.rules.assertions import raise_failed
 from compiler.lowering.rules.random_key import random_key
 from compiler.lowering.vectorize import vectorize_spec
 from compiler.core.pass_check import PassChecker
@@ -57,7 +58,8 @@ class CompiledModel:
             ``keep_ir=True``).
         input_names: ONNX graph input names, in order (fgraph input order,
             baked shared variables excluded).
-        output_names: ONNX graph output names, in fgraph output order.
+        output_names: ONNX graph output names, in fgraph output order (the
+            assertion outputs excluded).
         compile_seconds: wall time of the whole compilation.
         input_variables: the PyTensor variable behind each ONNX input.
         rewrites: the ``RewriteLog`` of the pipeline (rules fired and
@@ -75,6 +77,12 @@ class CompiledModel:
             Under ``random="key"`` there are none: each random generator is
             an input (and, where the graph returns it, an output) of type
             ``uint64[2]``, its key (``compiler.random_key``).
+        assertions: under ``assertions="raise"``, one
+            ``compiler.lowering.rules.assertions.AssertionOutput`` per
+            run-time assertion (ONNX output name, exception class, message,
+            source line), in topological order: bool scalar outputs of the
+            model after ``output_names``, True when the assertion holds.
+            ``run`` strips them and raises the first failing one's error.
         options: the ``CompileOptions`` of the compilation.
         advice: the slow forms the model holds, each with the user's source
             line and what to change (``compiler.core.advisor``; empty when
@@ -92,6 +100,7 @@ class CompiledModel:
     timings: dict[str, float] = field(default_factory=dict)
     equal_dims: list = field(default_factory=list)
     random_inputs: list = field(default_factory=list)
+    assertions: list = field(default_factory=list)
     options: CompileOptions = field(default_factory=CompileOptions)
     advice: list = field(default_factory=list)
     _model: Any = field(default=None, repr=False)
@@ -169,13 +178,17 @@ class CompiledModel:
                 ``numpy.random.Generator`` to draw a fresh key from.
 
         Returns:
-            A list of NumPy arrays, in fgraph output order.
+            A list of NumPy arrays, in fgraph output order (the assertion
+            outputs of ``assertions="raise"`` are not returned).
 
         Raises:
             TypeError: too many positional inputs, an unknown name, an input
                 given twice, missing inputs (all named in the message), or a
                 wrong dtype.
             ValueError: a wrong rank or dim, naming the input and the axis.
+            Under ``assertions="raise"``, the first failing assertion's
+                ``exc_type(message)`` (``assertions``; ``AssertionError``
+                for ``Assert``), as PyTensor raises it.
         """
         if named or len(arrays) != len(self.input_names):
             arrays = self._positional(arrays, named)
@@ -187,9 +200,32 @@ class CompiledModel:
             self._accepted = signature
         session = self._session or self.session
         engine = getattr(session, "_sess", None)
+        fetch = self.fetched_names
         if engine is not None:  # onnxruntime's C++ session, skipping InferenceSession.run's re-checks of a checked feed
-            return engine.run(self.output_names, feed, None)
-        return session.run(self.output_names, feed)
+            results = engine.run(fetch, feed, None)
+        else:
+            results = session.run(fetch, feed)
+        return self.checked(results)
+
+    @functools.cached_property
+    def fetched_names(self) -> list[str]:
+        """The ONNX outputs ``run`` fetches: ``output_names``, then the
+        assertion outputs (``assertions``)."""
+        return list(self.output_names) + [a.name for a in self.assertions]
+
+    def checked(self, results: list) -> list:
+        """``results`` (the arrays of ``fetched_names``) without the
+        assertion outputs.
+
+        Raises:
+            the first failing assertion's ``exc_type(message)``
+            (``compiler.lowering.rules.assertions.raise_failed``).
+        """
+        if not self.assertions:
+            return results
+        n = len(self.output_names)
+        raise_failed(self.assertions, results[n:])
+        return results[:n]
 
     def _positional(self, arrays: tuple, named: dict) -> list:
         """``arrays`` and ``named`` as one array per input, in order (the
@@ -346,9 +382,13 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
               their current value (True) or stay graph inputs (False).
             - ``assertions``: what ``CheckAndRaise``/``Assert`` nodes become
               (ONNX cannot raise): ``"drop"`` (default: the guarded value; one
-              ``DroppedAssertionWarning`` lists them with their source lines)
-              or ``"nan"`` (the guarded value is NaN where a condition
-              fails). PyMC's ``CheckParameterValue`` is always
+              ``DroppedAssertionWarning`` lists them with their source
+              lines), ``"nan"`` (the guarded value is NaN where a condition
+              fails) or ``"raise"`` (each run-time assertion's conditions
+              are one extra bool output, ``CompiledModel.assertions``;
+              ``run`` raises the first failing one's ``exc_type(msg)`` as
+              PyTensor does; unsupported inside scan and ``IfElse``
+              bodies). PyMC's ``CheckParameterValue`` is always
               ``where(cond, x, -inf)``.
             - ``random``: what random variables become
               (``compiler/lowering/rules/random.py``): None (default:
@@ -551,10 +591,14 @@ def _compile(graph, outputs, passes, options: CompileOptions) -> CompiledModel:
         write_explorer(dump_dir, stages, stages.onnx_nodes(emitted_for))
     timings = {"lowering": history[0].seconds, "passes": sum(r.seconds for r in history[1:]),
                "hooks": hook_seconds, "emission": end - emit_start}
+    names = [o.name for o in onnx_model.graph.outputs]
+    n_out = len(lowered.output_vars)
+    assertions = [replace(a, name=name) for a, name in zip(lowered.assertions, names[n_out:], strict=True)]
     compiled = CompiledModel(onnx_model, ir_graph, history, [v.name for v in ir_graph.inputs],
-                             [o.name for o in onnx_model.graph.outputs], end - start, timings=timings,
+                             names[:n_out], end - start, timings=timings,
                              input_variables=list(lowered.input_vars), rewrites=rewrites,
                              equal_dims=equal_dims, random_inputs=list(lowered.random_inputs),
+                             assertions=assertions,
                              options=options, advice=advise(ir_graph, options.emit))
     warn_slow_forms(compiled.advice)
     if options.check_dynamic:

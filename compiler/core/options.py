@@ -73,8 +73,12 @@ class CompileOptions:
             current value (True, default) or stay graph inputs (False).
         assertions: what ``CheckAndRaise``/``Assert`` nodes become (ONNX
             cannot raise): ``"drop"`` (default: the guarded value; one
-            ``DroppedAssertionWarning`` lists them with their source lines)
-            or ``"nan"`` (the guarded value is NaN where a condition fails).
+            ``DroppedAssertionWarning`` lists them with their source lines),
+            ``"nan"`` (the guarded value is NaN where a condition fails) or
+            ``"raise"`` (each run-time assertion becomes an extra bool
+            output, ``CompiledModel.assertions``, and ``run`` and the
+            PyTensor mode, whose default it is, raise PyTensor's exception
+            when one is False; unsupported inside scan/``IfElse`` bodies).
             PyMC's ``CheckParameterValue`` is always ``where(cond, x, -inf)``.
         random: what random variables become
             (``compiler/lowering/rules/random.py``): None (default:

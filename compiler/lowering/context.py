@@ -18,7 +18,7 @@ from ir.core import merge_origins
 from ir.opdef import RANDOM, WatchedSequence
 
 
-ASSERTION_MODES = ("drop", "nan")
+ASSERTION_MODES = ("drop", "nan", "raise")
 SHARED_CONST_SIZE = 16  # constants of at most this many elements are shared by value (``const``)
 RANDOM_POLICIES = (None, "inputs", "onnx", "key")
 KEY_TYPE = TensorType(DType.UINT64, (2,))  # a generator under random="key": (seed, counter), rules/random_key.py
@@ -35,8 +35,10 @@ class LoweringOptions:
         name: the name of the IR graph.
         assertions: what ``CheckAndRaise``/``Assert`` nodes become (see
             ``rules/assertions.py``): ``"drop"`` (the guarded value, listed in
-            ``LoweringRecord.dropped``) or ``"nan"`` (the value poisoned with
-            NaN where a condition fails).
+            ``LoweringRecord.dropped``), ``"nan"`` (the value poisoned with
+            NaN where a condition fails) or ``"raise"`` (the value, and the
+            conditions as one extra bool graph output, listed in
+            ``LoweringRecord.assertions``, for the caller to raise on).
         random: what random variables become (``rules/random.py``): None
             (unsupported), ``"inputs"`` (noise as model inputs), ``"onnx"``
             (ONNX random ops) or ``"key"`` (generators as ``uint64[2]`` keys,
@@ -66,6 +68,14 @@ class LoweringRecord:
     Attributes:
         main_graph: the top-level graph (noise inputs can only go there).
         dropped: (op label, source line) of every assertion dropped so far.
+        assertions: ``(IR bool scalar, rules/assertions.py AssertionOutput)``
+            of every run-time assertion kept under ``assertions="raise"``, in
+            lowering (topological) order; ``lower`` makes the values extra
+            graph outputs after the PyTensor outputs.
+        branch_only: under ``assertions="raise"``, the PyTensor Apply nodes
+            of the top-level graph the outputs need only through ``IfElse``
+            branches (``lower.branch_only``): PyTensor checks an assertion
+            there only when its branch is taken.
         random_inputs: the ``RandomInput`` of every noise input made so far.
         random_count: random nodes made so far (each gets its own seed).
         rng_sources: inner generator variable of a control-flow body (a
@@ -80,6 +90,8 @@ class LoweringRecord:
 
     main_graph: Graph | None = None
     dropped: list = field(default_factory=list)
+    assertions: list = field(default_factory=list)
+    branch_only: frozenset = frozenset()
     random_inputs: list = field(default_factory=list)
     random_count: int = 0
     rng_sources: dict = field(default_factory=dict)

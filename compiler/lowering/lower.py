@@ -18,6 +18,7 @@ import pytensor
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import graph_inputs, io_toposort
+from pytensor.ifelse import IfElse
 from pytensor.scalar import ScalarType
 from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.type import RandomType
@@ -112,6 +113,7 @@ class LoweredGraph:
     random_inputs: list = field(default_factory=list)  # rules/random.py RandomInput, after input_vars
     specified: list = field(default_factory=list)  # (symbolic dim, size) a SpecifyShape requires
     expansions: dict = field(default_factory=dict)  # LoweringContext.expansions: DimShuffles maybe never lowered
+    assertions: list = field(default_factory=list)  # rules/assertions.py AssertionOutput, outputs after output_vars
 
 
 def lower(spec: GraphSpec, options: LoweringOptions = LoweringOptions()) -> LoweredGraph:
@@ -122,9 +124,11 @@ def lower(spec: GraphSpec, options: LoweringOptions = LoweringOptions()) -> Lowe
     their position. Unnamed inputs are called ``input<i>``. Unknown dims of
     input ``x`` get the symbolic names ``x_dim0``, ``x_dim1``, ...
     Constant subgraphs are evaluated by PyTensor (``const_eval.py``).
-    ``options.assertions`` ("drop" or "nan") is what assertions become
-    (``rules/assertions.py``); dropped ones are listed in one
-    ``DroppedAssertionWarning``. ``options.random`` (None, "inputs", "onnx"
+    ``options.assertions`` ("drop", "nan" or "raise") is what assertions
+    become (``rules/assertions.py``); dropped ones are listed in one
+    ``DroppedAssertionWarning``; under "raise" each run-time assertion's
+    bool scalar is a graph output after the PyTensor outputs
+    (``LoweredGraph.assertions``). ``options.random`` (None, "inputs", "onnx"
     or "key") is what random variables become (``rules/random.py``);
     generator inputs (``RandomType``) are model inputs of type ``uint64[2]``
     under "key" (shared ones too: a baked key would repeat its draws), else
@@ -176,13 +180,35 @@ def lower(spec: GraphSpec, options: LoweringOptions = LoweringOptions()) -> Lowe
     roots = spec.inputs + extra_shared
     order = io_toposort(roots, spec.outputs)
     constants = ctx.constants = ConstantEvaluator(order, set(baked))
+    if options.assertions == "raise":
+        ctx.record.branch_only = branch_only(order, spec.outputs)
     lower_apply_nodes(ctx, roots, spec.outputs, constants=constants, order=order)
-    graph.set_outputs([ctx.get(v) for v in spec.outputs])
     record = ctx.record
+    graph.set_outputs([ctx.get(v) for v in spec.outputs] + [flag for flag, _ in record.assertions])
     if record.dropped:
         warnings.warn(DroppedAssertionWarning(record.dropped), stacklevel=user_stacklevel())
     return LoweredGraph(graph, input_vars, list(spec.outputs), baked, dict(ctx.values), order,
-                        list(record.random_inputs), list(record.specified), dict(ctx.expansions))
+                        list(record.random_inputs), list(record.specified), dict(ctx.expansions),
+                        [assertion for _, assertion in record.assertions])
+
+
+def branch_only(order: Sequence, outputs: Sequence) -> frozenset:
+    """The Apply nodes of ``order`` that PyTensor's lazy evaluation may skip:
+    those the ``outputs`` need only through an ``IfElse``'s branch values
+    (``IfElse`` computes the chosen branch's inputs only, under a lazy
+    linker), not through any other input or an ``IfElse`` condition."""
+    if not any(isinstance(node.op, IfElse) for node in order):
+        return frozenset()
+    needed = set()
+    stack = [v.owner for v in outputs if v.owner is not None]
+    while stack:
+        node = stack.pop()
+        if node in needed:
+            continue
+        needed.add(node)
+        inputs = node.inputs[:1] if isinstance(node.op, IfElse) else node.inputs
+        stack.extend(v.owner for v in inputs if v.owner is not None and v.owner not in needed)
+    return frozenset(node for node in order if node not in needed)
 
 
 def lower_apply_nodes(ctx: LoweringContext, inputs: Sequence, outputs: Sequence, *,

@@ -21,10 +21,19 @@ ONNX has no way to raise, so an assertion becomes a value:
   dropped assertion with its source line); ``"nan"`` returns
   ``where(all(conds), x, nan)`` so a violated assertion is visible in the
   result (float values only: an integer value cannot hold NaN, so that is
-  ``Unsupported``).
+  ``Unsupported``); ``"raise"`` returns the guarded value unchanged and
+  makes ``all(conds)`` (one bool scalar) an extra graph output, described by
+  an ``AssertionOutput``; ``CompiledModel.run`` and the PyTensor mode raise
+  ``exc_type(msg)`` (``raise_failed``) when it is False, as
+  ``CheckAndRaise.perform`` does. An assertion inside a control-flow body
+  (a scan or ``IfElse`` body) cannot be a graph output: ``Unsupported``
+  there (use ``"drop"`` or ``"nan"``).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 from pytensor.raise_op import CheckAndRaise
@@ -35,6 +44,45 @@ from compiler.lowering.registry import lowers
 from ir import DType, Value, get_op
 
 MAX_STEPS = 64  # producers one condition may evaluate
+
+
+@dataclass(frozen=True)
+class AssertionOutput:
+    """One assertion kept under ``assertions="raise"``: a bool scalar output
+    of the model, True when every condition holds.
+
+    Attributes:
+        name: the ONNX output name (``assert_<k>`` unless taken; the driver
+            writes the emitted name into ``CompiledModel.assertions``).
+        exc_type: the exception class the PyTensor op raises
+            (``CheckAndRaise.exc_type``: ``AssertionError`` for ``Assert``).
+        message: its message (``CheckAndRaise.msg``, possibly "").
+        source: the user's source line (``file:line``) of the assertion, or
+            None.
+    """
+
+    name: str
+    exc_type: type
+    message: str
+    source: str | None = None
+
+    def error(self) -> BaseException:
+        """The exception PyTensor raises for this assertion:
+        ``exc_type(message)`` (``CheckAndRaise.perform``)."""
+        return self.exc_type(self.message)
+
+
+def raise_failed(assertions: Sequence[AssertionOutput], flags: Sequence) -> None:
+    """Raise the error of the first assertion whose flag (the model's bool
+    scalar output, in ``assertions``' topological order) is False, as
+    PyTensor raises the first failing ``CheckAndRaise`` it runs.
+
+    Raises:
+        ``assertions[k].exc_type(message)`` for the first False ``flags[k]``.
+    """
+    for assertion, flag in zip(assertions, flags, strict=True):
+        if not flag:
+            raise assertion.error()
 
 
 def static_value(value: Value, budget: list[int] | None = None) -> np.ndarray | None:
@@ -80,11 +128,13 @@ def _guard(ctx: LoweringContext, x: Value, conds: list[Value], fill: float) -> V
 @lowers(CheckAndRaise)
 def lower_check_and_raise(ctx: LoweringContext, node) -> list[Value]:
     """``CheckAndRaise(x, *conds)`` / ``Assert`` / ``CheckParameterValue``:
-    ``x`` (any dtype and shape) guarded by bool conditions (any shapes);
-    returns a value of ``x``'s type (see the module docstring).
+    ``x`` (any dtype and shape) guarded by bool conditions (scalars in
+    PyTensor; any shapes here, all elements must hold); returns a value of
+    ``x``'s type (see the module docstring).
 
     Raises:
-        Unsupported: ``assertions="nan"`` on a non-float value; a condition
+        Unsupported: ``assertions="nan"`` on a non-float value;
+            ``assertions="raise"`` inside a control-flow body; a condition
             computed from constants alone that is false.
     """
     x, *conds = (ctx.get(v) for v in node.inputs)
@@ -100,7 +150,27 @@ def lower_check_and_raise(ctx: LoweringContext, node) -> list[Value]:
     if ctx.options.assertions == "drop":
         ctx.record.dropped.append((str(node.op), ctx.source))
         return [x]
+    if ctx.options.assertions == "raise":
+        return [_raised(ctx, node, x, conds)]
     if not x.dtype.is_float:
         raise Unsupported(f"assertions='nan' cannot poison a {x.dtype} value with NaN "
                           "(use assertions='drop')")
     return [_guard(ctx, x, conds, np.nan)]
+
+
+def _raised(ctx: LoweringContext, node, x: Value, conds: list[Value]) -> Value:
+    """``x``, recording ``all(conds)`` as the next assertion output (``"raise"``)."""
+    op = node.op
+    if ctx.graph is not ctx.record.main_graph or node in ctx.record.branch_only:
+        raise Unsupported(f"assertions='raise' cannot raise from inside a control-flow body (a scan body, or "
+                          f"what only an IfElse branch computes, which PyTensor checks only when it runs), "
+                          f"where the check {op.msg!r} is not a model output: use assertions='drop' or 'nan' "
+                          "for this graph")
+    if not conds:
+        return x
+    flag = _all_true(ctx, conds)
+    name = f"assert_{len(ctx.record.assertions)}"
+    if flag.producer is not None:
+        flag.name = name  # the emitter names the output after its value's hint when free
+    ctx.record.assertions.append((flag, AssertionOutput(name, op.exc_type, op.msg, ctx.source)))
+    return x

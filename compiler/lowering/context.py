@@ -72,10 +72,6 @@ class LoweringRecord:
             of every run-time assertion kept under ``assertions="raise"``, in
             lowering (topological) order; ``lower`` makes the values extra
             graph outputs after the PyTensor outputs.
-        branch_only: under ``assertions="raise"``, the PyTensor Apply nodes
-            of the top-level graph the outputs need only through ``IfElse``
-            branches (``lower.branch_only``): PyTensor checks an assertion
-            there only when its branch is taken.
         random_inputs: the ``RandomInput`` of every noise input made so far.
         random_count: random nodes made so far (each gets its own seed).
         rng_sources: inner generator variable of a control-flow body (a
@@ -91,7 +87,6 @@ class LoweringRecord:
     main_graph: Graph | None = None
     dropped: list = field(default_factory=list)
     assertions: list = field(default_factory=list)
-    branch_only: frozenset = frozenset()
     random_inputs: list = field(default_factory=list)
     random_count: int = 0
     rng_sources: dict = field(default_factory=dict)
@@ -120,6 +115,14 @@ class LoweringContext:
             (``rules/scan.py``) returning the body value of one step's noise
             of dims ``known``, made by ``create(outer_ctx, dims)`` in the
             enclosing graph with a leading step axis (``random="inputs"``).
+        assertion_sink: None but in a scan body under ``assertions=
+            "raise"``: the list of ``(bool scalar, AssertionOutput)`` of the
+            body's assertions, which the scan makes per-step outputs
+            (``rules/assertions.keep_assertion``, ``rules/scan.py``).
+        branch_only: under ``assertions="raise"``, the PyTensor Apply nodes
+            of the graph this context lowers that its outputs need only
+            through ``IfElse`` branches (``lower.branch_only``): PyTensor
+            checks an assertion there only when its branch is taken.
         expansions: PyTensor variable -> (its source variable, k) for every
             ``DimShuffle`` output that only prepends ``k`` broadcastable axes
             (``DimShuffle{order=('x',)*k + (0, 1, ...)}``). Such a node is
@@ -139,6 +142,8 @@ class LoweringContext:
         self.options = options if options is not None else LoweringOptions()
         self.prefix = ""
         self.noise_source = None
+        self.assertion_sink = None
+        self.branch_only: frozenset = frozenset()
         self.bodies: dict[str, int] = {}
         self.record = record if record is not None else LoweringRecord(main_graph=graph)
         self.constants = None  # a const_eval.ConstantEvaluator for the top-level graph

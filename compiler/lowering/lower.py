@@ -181,7 +181,7 @@ def lower(spec: GraphSpec, options: LoweringOptions = LoweringOptions()) -> Lowe
     order = io_toposort(roots, spec.outputs)
     constants = ctx.constants = ConstantEvaluator(order, set(baked))
     if options.assertions == "raise":
-        ctx.record.branch_only = branch_only(order, spec.outputs)
+        ctx.branch_only = branch_only(order, spec.outputs)
     lower_apply_nodes(ctx, roots, spec.outputs, constants=constants, order=order)
     record = ctx.record
     graph.set_outputs([ctx.get(v) for v in spec.outputs] + [flag for flag, _ in record.assertions])

@@ -261,19 +261,50 @@ def test_the_mode_raises_like_pytensor_by_default():
         pytensor.function([x], y, mode=onnx_mode(options=CompileOptions()))
 
 
-@pytest.mark.parametrize("kind", ["scan", "ifelse"])
-def test_raise_inside_a_control_flow_body_is_unsupported(kind):
+def _scan(fn, **kwargs):
+    """``pytensor.scan``'s outputs on both lines (2.38 returns (outputs, updates))."""
+    out = pytensor.scan(fn, **kwargs)
+    return out[0] if isinstance(out, tuple) else out
+
+
+def test_an_assertion_in_a_scan_body_holds_when_it_held_at_every_step():
     x = pt.vector("x")
-    if kind == "scan":
-        out = pytensor.scan(lambda v: Assert("row positive")(v, pt.gt(v, 0)), sequences=[x])
-        out = out[0] if isinstance(out, tuple) else out
-    else:
-        out = ifelse(pt.gt(x.sum(), 0), Assert("branch")(x, pt.all(x > 1)), x)
-    with pytest.raises(UnsupportedOpsError, match="cannot raise from inside a control-flow body"):
+    k = pt.scalar("k")
+
+    def step(v, acc):
+        inner = _scan(lambda w: CheckAndRaise(ValueError, "w below k")(w * 2, pt.lt(w, k)), sequences=[v[None]])
+        return Assert("row positive")(acc + v, pt.gt(v, 0)) + inner[0]
+
+    out = _scan(step, sequences=[x], outputs_info=[pt.zeros(())])
+    compiled = compile_to_onnx([x, k], outputs=[out], assertions="raise")
+    # the body's assertions, the nested scan's first (PyTensor's inner order), after the scan
+    assert [(a.name, a.exc_type, a.message) for a in compiled.assertions] == [
+        ("assert_0", ValueError, "w below k"), ("assert_1", AssertionError, "row positive")]
+    for values, kk in (([1.0, 2.0, 3.0], 5.0), ([1.0, -2.0, 3.0], 5.0), ([1.0, 2.0, 3.0], 2.5),
+                       ([-1.0, 2.0, 3.0], 1.5),  # "row positive" fails at step 0, "w below k" at step 1 only
+                       ([2.0, -1.0, 3.0], -5.0),  # "w below k" fails at every step, "row positive" at step 1
+                       ([], 0.0)):
+        v, kk = np.array(values), np.float64(kk)
+        want = _pytensor_error([x, k], out, [v, kk])
+        if want is None:
+            (got,) = compiled.run(v, kk)
+            np.testing.assert_array_equal(got, pytensor.function([x, k], out, mode=REFERENCE_MODE)(v, kk))
+            continue
+        with pytest.raises(want[0]) as err:
+            compiled.run(v, kk)
+        assert (type(err.value), err.value.args) == (want[0], (want[1],))
+
+
+def test_an_assertion_only_an_ifelse_branch_needs_is_unsupported():
+    x = pt.vector("x")
+    out = ifelse(pt.gt(x.sum(), 0), Assert("branch")(x, pt.all(x > 1)), x)
+    with pytest.raises(UnsupportedOpsError, match="computed only when an IfElse branch runs"):
         compile_to_onnx([x], outputs=[out], assertions="raise")
     with pytest.warns(DroppedAssertionWarning):  # what the message recommends works
         compile_to_onnx([x], outputs=[out], assertions="drop")
-
+    inner = _scan(lambda v: ifelse(pt.gt(v, 0), Assert("inner branch")(v, pt.gt(v, 1)), v), sequences=[x])
+    with pytest.raises(UnsupportedOpsError, match="computed only when an IfElse branch runs"):
+        compile_to_onnx([x], outputs=[inner], assertions="raise")
 
 
 def test_an_assertion_an_ifelse_branch_and_the_rest_both_need_raises():

@@ -25,14 +25,18 @@ ONNX has no way to raise, so an assertion becomes a value:
   makes ``all(conds)`` (one bool scalar) an extra graph output, described by
   an ``AssertionOutput``; ``CompiledModel.run`` and the PyTensor mode raise
   ``exc_type(msg)`` (``raise_failed``) when it is False, as
-  ``CheckAndRaise.perform`` does. An assertion inside a control-flow body
-  (a scan or ``IfElse`` body) cannot be a graph output: ``Unsupported``
-  there (use ``"drop"`` or ``"nan"``).
+  ``CheckAndRaise.perform`` does. In a scan body the check is a per-step
+  bool output of the loop, reduced after it (``keep_assertion``,
+  ``first_failing_step``, ``rules/scan.py``): False when it failed at the
+  first step where some check of the body failed, so the error raised is
+  PyTensor's, the first failing one of the first failing step. What
+  only an ``IfElse`` branch computes is ``Unsupported`` (PyTensor checks it
+  only when the branch runs; use ``"drop"`` or ``"nan"``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -134,8 +138,8 @@ def lower_check_and_raise(ctx: LoweringContext, node) -> list[Value]:
 
     Raises:
         Unsupported: ``assertions="nan"`` on a non-float value;
-            ``assertions="raise"`` inside a control-flow body; a condition
-            computed from constants alone that is false.
+            ``assertions="raise"`` where ``keep_assertion`` refuses; a
+            condition computed from constants alone that is false.
     """
     x, *conds = (ctx.get(v) for v in node.inputs)
     known = [static_value(c) for c in conds]
@@ -159,18 +163,56 @@ def lower_check_and_raise(ctx: LoweringContext, node) -> list[Value]:
 
 
 def _raised(ctx: LoweringContext, node, x: Value, conds: list[Value]) -> Value:
-    """``x``, recording ``all(conds)`` as the next assertion output (``"raise"``)."""
-    op = node.op
-    if ctx.graph is not ctx.record.main_graph or node in ctx.record.branch_only:
-        raise Unsupported(f"assertions='raise' cannot raise from inside a control-flow body (a scan body, or "
-                          f"what only an IfElse branch computes, which PyTensor checks only when it runs), "
-                          f"where the check {op.msg!r} is not a model output: use assertions='drop' or 'nan' "
-                          "for this graph")
-    if not conds:
-        return x
+    """``x``, keeping ``all(conds)`` as an assertion output (``"raise"``)."""
+    if conds:
+        keep_assertion(ctx, node, conds, AssertionOutput("", node.op.exc_type, node.op.msg, ctx.source))
+    return x
+
+
+def first_failing_step(ctx: LoweringContext, traces: list[Value]) -> list[Value]:
+    """Per-step flags (``bool[steps]``, one per assertion of a loop body, in
+    body order) reduced to one bool scalar each so that the first False
+    one, in body order, is the assertion PyTensor raises: the first failing
+    one at the first step where any fails. Flag ``j`` is False exactly when
+    assertion ``j`` fails at that step (``s*``): ``all(T_j | ~first)``, where
+    ``first`` marks ``s*`` (a failing step with ``cumsum(failing) == 1``);
+    all True when no step fails (or none ran)."""
+    if len(traces) == 1:
+        return [_all_true(ctx, traces)]
+    holds = traces[0]
+    for t in traces[1:]:
+        holds = ctx.add("and", [holds, t])
+    failing = ctx.add("invert", [holds])
+    count = ctx.add("cumsum", [ctx.cast(failing, DType.INT64)], {"axis": 0})
+    first = ctx.add("and", [failing, ctx.add("eq", [count, ctx.scalar(1, DType.INT64)])])
+    not_first = ctx.add("invert", [first])
+    return [_all_true(ctx, [ctx.add("or", [t, not_first])]) for t in traces]
+
+
+def keep_assertion(ctx: LoweringContext, node, conds: list[Value], assertion: AssertionOutput) -> None:
+    """Make ``all(conds)`` (bool values of any shapes) the model output of
+    ``assertion`` under ``assertions="raise"``: in the top-level graph it is
+    the next graph output, named ``assert_<k>`` (``LoweringRecord.
+    assertions``); in a scan body it goes to ``ctx.assertion_sink``, and
+    the scan's rule makes it a per-step output that it reduces and keeps in
+    turn (``rules/scan.py``). ``node`` is the PyTensor Apply node the check
+    belongs to (the assertion, or the scan holding it).
+
+    Raises:
+        Unsupported: ``node`` is something only an ``IfElse`` branch needs
+            (PyTensor checks it only when that branch runs), or ``ctx``
+            builds a body other than a scan's.
+    """
+    if ctx.assertion_sink is not None and node not in ctx.branch_only:
+        ctx.assertion_sink.append((_all_true(ctx, conds), assertion))
+        return
+    if ctx.graph is not ctx.record.main_graph or node in ctx.branch_only:
+        raise Unsupported(f"assertions='raise' cannot raise the check {assertion.message!r} here: it is "
+                          "computed only when an IfElse branch runs (PyTensor checks it only then) or inside "
+                          "a body other than a scan's, so it cannot be a model output; use assertions='drop' "
+                          "or 'nan' for this graph")
     flag = _all_true(ctx, conds)
     name = f"assert_{len(ctx.record.assertions)}"
     if flag.producer is not None:
         flag.name = name  # the emitter names the output after its value's hint when free
-    ctx.record.assertions.append((flag, AssertionOutput(name, op.exc_type, op.msg, ctx.source)))
-    return x
+    ctx.record.assertions.append((flag, replace(assertion, name=name)))

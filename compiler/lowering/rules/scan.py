@@ -65,6 +65,7 @@ import warnings
 
 import numpy as np
 from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.traversal import io_toposort
 from pytensor.scan.op import Scan
 from pytensor.scalar import basic as ps
 from pytensor.tensor.basic import NotScalarConstantError, get_underlying_scalar_constant_value
@@ -77,7 +78,9 @@ from pytensor.tensor.subtensor import IncSubtensor, Subtensor
 from compiler.lowering.errors import Unsupported
 from compiler.lowering.bodies import Body
 from compiler.lowering.context import KEY_TYPE, LoweringContext, ir_type
+from compiler.lowering.lower import branch_only
 from compiler.lowering.registry import lowers
+from compiler.lowering.rules.assertions import first_failing_step, keep_assertion
 from compiler.lowering.rules.indexing import int64_scalar, int64_vector, node_index
 from compiler.lowering.rules.random_key import valueless_generator
 from ir import DType, TensorType, Value
@@ -159,6 +162,10 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
 
     inner_out = list(op.inner_outputs)
     tensor_out = [v for v in inner_out if not valueless_generator(ctx, v)]
+    checks: list = []  # (bool scalar, AssertionOutput) per assertion of the body, assertions="raise"
+    if ctx.options.assertions == "raise":
+        body.ctx.assertion_sink = checks
+        body.ctx.branch_only = branch_only(io_toposort(inner_in, tensor_out), tensor_out)
     lowered = iter(body.lower(inner_in, tensor_out, f"scan body of {op}"))
     results = [None if valueless_generator(ctx, v) else next(lowered) for v in inner_out]
     new_buffers = []
@@ -180,7 +187,7 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
     for st, new in zip(states, new_states):
         carried_out += st.registers[1:] + [new]
     carried_out += [v for v, outer in zip(untraced_out, untraced) if not valueless_generator(ctx, outer)]
-    stacked = [new for st, new in zip(states, new_states) if st.stacked] + nit_out
+    stacked = [new for st, new in zip(states, new_states) if st.stacked] + nit_out + [c for c, _ in checks]
     graph = body.finish(condition + carried_out + stacked)
 
     loop = ctx.graph.create_node("loop", [n, *carried_init, *invariant, *noise.outer],
@@ -189,6 +196,10 @@ def lower_scan(ctx: LoweringContext, node) -> list[Value]:
     loop.origins = ctx.origins
     ctx.graph.append(loop)
     finals, traces = loop.outputs[:len(carried_init)], list(loop.outputs[len(carried_init):])
+    if checks:  # each assertion's per-step flags, reduced so that PyTensor's error is the first one raised
+        traces, flags = traces[:-len(checks)], traces[-len(checks):]
+        for (_, assertion), flag in zip(checks, first_failing_step(ctx, flags)):
+            keep_assertion(ctx, node, [flag], assertion)
 
     steps = (ctx.add("gather", [ctx.add("shape", [traces[0]]), ctx.scalar(0, INT64)], {"axis": 0})
              if info.as_while and traces else n)

@@ -28,7 +28,7 @@ Assertions (``CheckAndRaise``/``Assert``) raise as in PyTensor: the mode's
 default is ``assertions="raise"`` (``MODE_ASSERTIONS``), so each run-time
 assertion is a bool output of the model and a call raises the first failing
 one's ``exc_type(msg)``; ``onnx_mode(assertions="drop")`` or ``"nan"`` choose
-otherwise (an assertion inside a scan or ``IfElse`` body needs one of those).
+otherwise (a check only an ``IfElse`` branch computes needs one of those).
 
 An op with no lowering raises ``compiler.lowering.errors.UnsupportedOpsError``
 (listing every unsupported op with its source line) when the function is

@@ -387,8 +387,9 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
               fails) or ``"raise"`` (each run-time assertion's conditions
               are one extra bool output, ``CompiledModel.assertions``;
               ``run`` raises the first failing one's ``exc_type(msg)`` as
-              PyTensor does; unsupported inside scan and ``IfElse``
-              bodies). PyMC's ``CheckParameterValue`` is always
+              PyTensor does; in a scan body a per-step output reduced
+              after the loop; unsupported for what only an ``IfElse``
+              branch computes). PyMC's ``CheckParameterValue`` is always
               ``where(cond, x, -inf)``.
             - ``random``: what random variables become
               (``compiler/lowering/rules/random.py``): None (default:

@@ -78,7 +78,8 @@ class CompileOptions:
             ``"raise"`` (each run-time assertion becomes an extra bool
             output, ``CompiledModel.assertions``, and ``run`` and the
             PyTensor mode, whose default it is, raise PyTensor's exception
-            when one is False; unsupported inside scan/``IfElse`` bodies).
+            when one is False; unsupported for what only an ``IfElse``
+            branch computes).
             PyMC's ``CheckParameterValue`` is always ``where(cond, x, -inf)``.
         random: what random variables become
             (``compiler/lowering/rules/random.py``): None (default:

@@ -184,7 +184,13 @@ def lower(spec: GraphSpec, options: LoweringOptions = LoweringOptions()) -> Lowe
         ctx.branch_only = branch_only(order, spec.outputs)
     lower_apply_nodes(ctx, roots, spec.outputs, constants=constants, order=order)
     record = ctx.record
-    graph.set_outputs([ctx.get(v) for v in spec.outputs] + [flag for flag, _ in record.assertions])
+    outputs = [ctx.get(v) for v in spec.outputs]
+    named = set(outputs)
+    for flag, assertion in record.assertions:
+        if flag.producer is not None and flag not in named:  # the emitter names an output after its value's hint
+            flag.name = assertion.name
+            named.add(flag)
+    graph.set_outputs(outputs + [flag for flag, _ in record.assertions])
     if record.dropped:
         warnings.warn(DroppedAssertionWarning(record.dropped), stacklevel=user_stacklevel())
     return LoweredGraph(graph, input_vars, list(spec.outputs), baked, dict(ctx.values), order,

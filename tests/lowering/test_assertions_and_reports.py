@@ -329,3 +329,19 @@ def test_check_parameter_value_keeps_its_minus_inf_under_raise():
     for s in (1.5, -1.0, 0.0):
         np.testing.assert_allclose(compiled.run(np.float64(s), v)[0], want(s, v), rtol=1e-14)
     assert compiled.run(np.float64(-1.0), v)[0] == -np.inf
+
+
+def test_an_assertion_on_a_returned_condition_keeps_both_outputs_apart():
+    x = pt.vector("x")
+    ok = pt.all(x > 0)
+    y = Assert("x positive")(x, ok)
+    twice = Assert("again")(y, ok)  # the same condition twice
+    compiled = compile_to_onnx([x], outputs=[twice, ok], assertions="raise")
+    names = [o.name for o in compiled.model.graph.output]
+    assert names == compiled.output_names + [a.name for a in compiled.assertions]
+    assert len(set(names)) == 4 and [a.message for a in compiled.assertions] == ["x positive", "again"]
+    got, flag = compiled.run(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(got, [1.0, 2.0])
+    assert flag.dtype == np.bool_ and bool(flag)
+    with pytest.raises(AssertionError, match="^x positive$"):
+        compiled.run(np.array([1.0, -2.0]))

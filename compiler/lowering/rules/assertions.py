@@ -211,8 +211,5 @@ def keep_assertion(ctx: LoweringContext, node, conds: list[Value], assertion: As
                           "computed only when an IfElse branch runs (PyTensor checks it only then) or inside "
                           "a body other than a scan's, so it cannot be a model output; use assertions='drop' "
                           "or 'nan' for this graph")
-    flag = _all_true(ctx, conds)
-    name = f"assert_{len(ctx.record.assertions)}"
-    if flag.producer is not None:
-        flag.name = name  # the emitter names the output after its value's hint when free
-    ctx.record.assertions.append((flag, replace(assertion, name=name)))
+    name = f"assert_{len(ctx.record.assertions)}"  # the hint ``lower`` gives its output
+    ctx.record.assertions.append((_all_true(ctx, conds), replace(assertion, name=name)))

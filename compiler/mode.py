@@ -24,11 +24,16 @@ and PyTorch linkers drop them) turns the demo CNN into 190 nodes, 40x
 slower, and puts an unsupported ``Assert`` into the SGD step. Other
 queries: ``onnx_mode(rewrites=...)``.
 
-Assertions (``CheckAndRaise``/``Assert``) raise as in PyTensor: the mode's
-default is ``assertions="raise"`` (``MODE_ASSERTIONS``), so each run-time
-assertion is a bool output of the model and a call raises the first failing
-one's ``exc_type(msg)``; ``onnx_mode(assertions="drop")`` or ``"nan"`` choose
-otherwise (a check only an ``IfElse`` branch computes needs one of those).
+The mode's defaults differ from ``compile_to_onnx``'s where PyTensor users
+expect PyTensor's behaviour (``MODE_DEFAULTS``): assertions
+(``CheckAndRaise``/``Assert``) raise as in PyTensor (``assertions="raise"``:
+each run-time assertion is a bool output of the model and a call raises the
+first failing one's ``exc_type(msg)``; ``onnx_mode(assertions="drop")`` or
+``"nan"`` choose otherwise, and a check only an ``IfElse`` branch computes
+needs one of those), and random variables draw from the function's
+generators (``random="key"``: each call feeds a key drawn from the shared
+``Generator``, so draws change from call to call and reseeding repeats them;
+``onnx_mode(random="onnx")`` draws in onnxruntime's session instead).
 
 An op with no lowering raises ``compiler.lowering.errors.UnsupportedOpsError``
 (listing every unsupported op with its source line) when the function is
@@ -54,7 +59,8 @@ from compiler.lowering.compat import SCAN_PREALLOC_TAG
 INCOMPATIBLE_REWRITES = ("cxx_only", "BlasOpt", "fusion", "inplace", "local_careduce_fusion", SCAN_PREALLOC_TAG)
 REWRITES = RewriteDatabaseQuery(include=["minimum_compile"])
 MODE_NAME = "ONNX"
-MODE_ASSERTIONS = "raise"  # the mode's assertions default: PyTensor users expect a failing Assert to raise
+# the mode's defaults (module docstring): a failing Assert raises and draws come from the function's generators
+MODE_DEFAULTS = {"assertions": "raise", "random": "key"}
 LINKER_NAME = "onnx"
 
 
@@ -66,9 +72,10 @@ class ONNXLinker(JITLinker):
         compile_options: the ``CompileOptions`` of every compilation, or a
             dict of them by name (``emit_options``, ``input_shapes``,
             ``check_passes``, ...); ``bake_shared`` is always False. Given
-            as None or a dict, ``assertions`` defaults to ``MODE_ASSERTIONS``
-            (``"raise"``: a failing ``Assert`` raises at the call, as in
-            PyTensor's own modes); a ``CompileOptions`` is used as it is.
+            as None or a dict, the options not named default to
+            ``MODE_DEFAULTS`` (``assertions="raise"``, ``random="key"``: as
+            PyTensor's own modes behave); a ``CompileOptions`` is used as it
+            is.
         pin_shared_shapes: compile for the shapes the shared variables
             have (recompiling when a call sees other shapes); False keeps
             their dims symbolic.
@@ -88,7 +95,7 @@ class ONNXLinker(JITLinker):
         super().__init__(**kwargs)
         self.passes = passes
         if compile_options is None or isinstance(compile_options, Mapping):
-            options = CompileOptions.of(None, **{"assertions": MODE_ASSERTIONS, **(compile_options or {})})
+            options = CompileOptions.of(None, **{**MODE_DEFAULTS, **(compile_options or {})})
         else:
             options = CompileOptions.of(compile_options)
         self.options = dataclasses.replace(options, bake_shared=False) if options.bake_shared else options
@@ -245,7 +252,7 @@ def onnx_mode(passes: Sequence | None = None, rewrites: RewriteDatabaseQuery | s
             ["minimum_compile"])`` hands over an almost raw graph).
         pin_shared_shapes: see ``ONNXLinker``.
         options: a ``CompileOptions`` (None: the defaults, but
-            ``assertions="raise"``, ``MODE_ASSERTIONS``).
+            ``MODE_DEFAULTS``: ``assertions="raise"``, ``random="key"``).
         compile_options: options by name, replacing those of ``options``
             (``compile_to_onnx``'s keyword arguments; ``bake_shared`` is
             always False in the mode).
@@ -255,7 +262,7 @@ def onnx_mode(passes: Sequence | None = None, rewrites: RewriteDatabaseQuery | s
             than when a function is compiled.
     """
     if options is None:
-        compile_options = {"assertions": MODE_ASSERTIONS, **compile_options}
+        compile_options = {**MODE_DEFAULTS, **compile_options}
     options = CompileOptions.of(options, **compile_options)
     return Mode(linker=ONNXLinker(passes, options, pin_shared_shapes), optimizer=rewrites)
 

@@ -123,13 +123,13 @@ def test_scan_carries_an_updated_key_and_repeats_a_fixed_one(steps, style):
 
 
 def test_mode_feeds_keys_drawn_from_the_functions_generators():
-    """``onnx_mode(random="key")``: each call draws a key from the shared generator (so draws change
-    from call to call, and reseeding the stream repeats them, as in PyTensor), the update is the
-    advanced generator, and the draws are standard normal."""
-    from compiler.mode import onnx_mode
+    """``random="key"``, the mode's default (``mode="ONNX"``): each call draws a key from the shared
+    generator (so draws change from call to call, and reseeding the stream repeats them, as in
+    PyTensor), the update is the advanced generator, and the draws are standard normal."""
+    import compiler  # noqa: F401  (registers mode "ONNX")
 
     srng = pt.random.RandomStream(5)
-    f = pytensor.function([], srng.normal(size=(N,)), mode=onnx_mode(random="key"))
+    f = pytensor.function([], srng.normal(size=(N,)), mode="ONNX")
     first, second = f(), f()
     assert not np.array_equal(first, second)
     srng.seed(5)

@@ -15,14 +15,16 @@ from ir.types import DType
 
 SPECIAL = np.array([-np.inf, -1e308, -3.5, -1.0, -0.5, -0.0, 0.0, 1e-310, 0.5, 1.0, 2.0, 3.5, 1e308, np.inf, np.nan])
 INTS = np.array([-7, -2, -1, 0, 1, 2, 9])
+UINTS = np.array([2 ** 64 - 1, 2 ** 63, 0, 1, 2, 63, 64], dtype=np.uint64)  # shift counts at and past the width
 # values of the required attributes of the elementwise ops
 REQUIRED_ATTRS = {"cast": {"to": DType.FLOAT64}, "polygamma": {"n": 3}}
 
 
 def _args(op: OpDef, arity: int):
-    """Inputs of ``op``'s first accepted dtype among float64, int64 and bool,
+    """Inputs of ``op``'s first accepted dtype among float64, int64, bool and uint64 (``shift_right``),
     one per input (``where``: a bool condition first), as 1-D arrays of equal length; None if none fits."""
-    for dtype, base in ((DType.FLOAT64, SPECIAL), (DType.INT64, INTS), (DType.BOOL, INTS % 2 == 0)):
+    for dtype, base in ((DType.FLOAT64, SPECIAL), (DType.INT64, INTS), (DType.BOOL, INTS % 2 == 0),
+                        (DType.UINT64, UINTS)):
         values = [np.roll(base, k).astype(dtype.numpy) for k in range(arity)]
         if op.name == "where":
             values[0] = values[0] > 0 if dtype == DType.FLOAT64 else values[0].astype(bool)

@@ -158,7 +158,8 @@ EVERY_KIND = {
 }
 
 
-@pytest.mark.parametrize("kind", sorted(EVERY_KIND))
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=[pytest.mark.slow] if k == "multinomial" else [])
+                                  for k in sorted(EVERY_KIND)])  # multinomial: two binomial-search compiles, ~15 s
 def test_every_transform_equals_its_inputs_form_on_the_stream(kind):
     """The ``"key"`` model's draw equals the ``"inputs"`` model's fed the same noise: the stream's
     uniforms in row-major order over the noise input's shape (normal noise through

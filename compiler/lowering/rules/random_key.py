@@ -101,7 +101,8 @@ def uniform_of_bits(bits: np.ndarray, dtype: str) -> np.ndarray:
 
 def keyed_uniform(ctx: LoweringContext, key: Value, shape: Value, dtype: DType) -> tuple[Value, Value]:
     """U(0, 1) noise of ``shape`` (an int64 vector) and ``dtype`` (float32 or
-    float64) from ``key``, and the key advanced past it.
+    float64) from ``key``, and the key advanced past it: SplitMix64's
+    outputs mapped to grid midpoints (module docstring).
 
     Returns:
         ``(noise, next_key)``: noise of the given shape (row-major element
@@ -111,8 +112,8 @@ def keyed_uniform(ctx: LoweringContext, key: Value, shape: Value, dtype: DType) 
     seed, counter = _parts(ctx, key)
     count = ctx.add("reduce_prod", [shape], {"axes": (), "keepdims": False})  # 1 for shape ()
     index = ctx.cast(ctx.add("range", [ctx.scalar(0, I64), count, ctx.scalar(1, I64)]), U64)
-    bits = _mix(ctx, ctx.add("add", [seed, ctx.add("mul", [ctx.add("add", [ctx.add("add", [counter, index]),
-                                                                              _u64(ctx, 1)]), _u64(ctx, GAMMA)])]))
+    step = ctx.add("add", [ctx.add("add", [counter, index]), _u64(ctx, 1)])  # k = counter + i + 1
+    bits = _mix(ctx, ctx.add("add", [seed, ctx.add("mul", [step, _u64(ctx, GAMMA)])]))  # mix(seed + k GAMMA)
     keep, scale = _UNIFORM_BITS[dtype.numpy.name]
     top = ctx.cast(ctx.add("shift_right", [bits, _u64(ctx, 64 - keep)]), F64)
     odd = ctx.add("add", [ctx.add("add", [top, top]), ctx.scalar(1.0, F64)])

@@ -395,10 +395,14 @@ def compile_to_onnx(graph, passes: Sequence[Pass | str] | None = None, *, output
               (``compiler/lowering/rules/random.py``): None (default:
               unsupported), ``"inputs"`` (each draw is an exact transform of
               standard noise that is a new model input, after the others;
-              described by ``CompiledModel.random_inputs``) or ``"onnx"``
+              described by ``CompiledModel.random_inputs``), ``"onnx"``
               (the noise comes from ONNX ``RandomUniformLike``/
               ``RandomNormalLike`` nodes seeded from the PyTensor generator's
-              state: new draws at every run). Generator updates are dropped.
+              state: new draws at every run) or ``"key"`` (each generator is
+              a ``uint64[2]`` key input, ``compiler.random_key``; the noise is
+              SplitMix64 of the key's counter, the next generator the advanced
+              key, which can be an output: ``rules/random_key.py``). Under
+              ``"inputs"`` and ``"onnx"`` generator updates are dropped.
             - ``vectorize``: input name (or PyTensor variable) -> batch dim
               name (``{"theta": "points"}``): those inputs gain a leading
               dim of that name and the whole graph is vectorized over it

@@ -85,10 +85,14 @@ class CompileOptions:
             (``compiler/lowering/rules/random.py``): None (default:
             unsupported), ``"inputs"`` (each draw is an exact transform of
             standard noise that is a new model input, after the others;
-            described by ``CompiledModel.random_inputs``) or ``"onnx"`` (the
+            described by ``CompiledModel.random_inputs``), ``"onnx"`` (the
             noise comes from ONNX ``RandomUniformLike``/``RandomNormalLike``
             nodes seeded from the PyTensor generator's state: new draws at
-            every run). Generator updates are dropped.
+            every run) or ``"key"`` (each generator is a ``uint64[2]`` key
+            input, ``compiler.random_key``; the noise is SplitMix64 of the
+            key's counter and the next generator the advanced key, which can
+            be an output: ``rules/random_key.py``). Under ``"inputs"`` and
+            ``"onnx"`` generator updates are dropped.
 
     Shapes:
         vectorize: input name (or PyTensor variable) -> a batch dim name

@@ -325,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="programs: random op chains (default), a random scan and its nested gradients, "
                            "idioms (convolution, pooling, linear algebra, sorting, special functions), PyMC "
                            "log-densities of one distribution or of small whole models (pymc, pymc-model: need "
-                           "PyMC), or random variables compared in distribution under both random policies")
+                           "PyMC), or random variables compared in distribution under the three random policies")
     fuzz.add_argument("--no-isolate", action="store_true",
                       help="run cases in this process (a hard onnxruntime crash then ends the run)")
     fuzz.set_defaults(func=_cmd_fuzz)

@@ -95,9 +95,9 @@ class ONNXLinker(JITLinker):
         super().__init__(**kwargs)
         self.passes = passes
         if compile_options is None or isinstance(compile_options, Mapping):
-            options = CompileOptions.of(None, **{**MODE_DEFAULTS, **(compile_options or {})})
+            options = _mode_options(None, compile_options or {})
         else:
-            options = CompileOptions.of(compile_options)
+            options = _mode_options(compile_options, {})
         self.options = dataclasses.replace(options, bake_shared=False) if options.bake_shared else options
         self.pin_shared_shapes = pin_shared_shapes
         self.compiled = None
@@ -152,8 +152,8 @@ class ONNXLinker(JITLinker):
         names, outputs, session = compiled.input_names, compiled.fetched_names, compiled.session
         equal_dims = compiled.equal_dims
         shared = frozenset(name for name, v in zip(names, compiled.input_variables) if isinstance(v, SharedVariable))
-        keyed = [(name, i) for name, i, v in zip(names, positions, compiled.input_variables)
-                 if isinstance(v.type, RandomType)]  # random="key": generators fed as keys drawn from them
+        keyed = {name for name, v in zip(names, compiled.input_variables)
+                 if isinstance(v.type, RandomType)}  # random="key": generators fed as keys drawn from them
         extra = self.extra_feed(compiled)
         if compiled.random_inputs and extra is None:
             raise ValueError("random='inputs' makes the draws' noise model inputs, which a PyTensor function "
@@ -161,9 +161,8 @@ class ONNXLinker(JITLinker):
                              "use compile_to_onnx(..., random='inputs') and feed CompiledModel.random_inputs")
 
         def run(values) -> list[np.ndarray]:
-            feed = {name: _c_array(values[i]) for name, i in zip(names, positions)}
-            for name, i in keyed:
-                feed[name] = random_key(values[i])
+            feed = {name: random_key(values[i]) if name in keyed else _c_array(values[i])
+                    for name, i in zip(names, positions)}
             if equal_dims:
                 check_equal_dims(feed, equal_dims, shared)  # PyTensor's runtime refusals ONNX would not make
             if extra is not None:
@@ -206,6 +205,14 @@ class ONNXLinker(JITLinker):
 
     def __repr__(self) -> str:
         return f"ONNXLinker(passes={self.passes!r})"
+
+
+def _mode_options(options: CompileOptions | None, named: Mapping) -> CompileOptions:
+    """``options`` with the ``named`` ones replaced; without ``options``,
+    ``MODE_DEFAULTS`` under ``named`` (``CompileOptions.of``'s errors)."""
+    if options is None:
+        named = {**MODE_DEFAULTS, **named}
+    return CompileOptions.of(options, **named)
 
 
 def _generator_outputs(fgraph) -> dict[int, int]:
@@ -261,9 +268,7 @@ def onnx_mode(passes: Sequence | None = None, rewrites: RewriteDatabaseQuery | s
         TypeError, ValueError: a bad option (``CompileOptions``), now rather
             than when a function is compiled.
     """
-    if options is None:
-        compile_options = {**MODE_DEFAULTS, **compile_options}
-    options = CompileOptions.of(options, **compile_options)
+    options = _mode_options(options, compile_options)
     return Mode(linker=ONNXLinker(passes, options, pin_shared_shapes), optimizer=rewrites)
 
 

@@ -530,7 +530,7 @@ def _batched_input_shapes(options: CompileOptions, batched: dict):
 
 def _compile(graph, outputs, passes, options: CompileOptions) -> CompiledModel:
     start = time.perf_counter()
-    spec, batched = vectorize_spec(graph_spec(graph, outputs), options.vectorize)
+    spec, batched = vectorize_spec(graph_spec(graph, outputs), options.vectorize, options.assertions)
     lowered = lower(spec, options.lowering)
     ir_graph = lowered.graph
     equal_dims = equal_dim_groups(lowered)

@@ -10,7 +10,11 @@ depend on no batched input are kept as they are. Each batched output holds,
 at index ``b`` of its leading dim, the single-point output at the inputs'
 point ``b``; an output that depends on no batched input keeps its shape
 (the lowering then has ``Blockwise``/batched forms to lower, which is the
-point of the option). The caller's graph is only read.
+point of the option). A check the lowering makes a value (a PyMC parameter
+check's -inf, ``assertions="nan"``) becomes a ``switch`` first, so its
+condition is batched per point (``pointwise_guards``); inside a ``Scan`` or
+``OpFromGraph`` body it stays PyTensor's one condition over the batch. The
+caller's graph is only read.
 """
 
 from __future__ import annotations
@@ -18,14 +22,18 @@ from __future__ import annotations
 import functools
 from typing import Mapping
 
+import numpy as np
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import clone_replace, vectorize_graph
 from pytensor.graph.rewriting.basic import in2out, node_rewriter
-from pytensor.tensor.basic import AllocDiag, Join, Split, alloc_diag, arange, get_underlying_scalar_constant_value, join
+from pytensor.raise_op import CheckAndRaise
+from pytensor.tensor.basic import (AllocDiag, Join, Split, alloc_diag, arange, constant,
+                                   get_underlying_scalar_constant_value, join, switch)
 from pytensor.tensor.blockwise import Blockwise, _squeeze_left
 from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.extra_ops import broadcast_to
-from pytensor.tensor.math import maximum
+from pytensor.tensor.math import all as pt_all
+from pytensor.tensor.math import and_, maximum
 from pytensor.tensor.rewriting.basic import local_dimshuffle_alloc, local_elemwise_alloc, local_join_of_alloc
 from pytensor.tensor.rewriting.blockwise import (local_blockwise_alloc, local_blockwise_alloc_inputs,
                                                  local_blockwise_reshape, local_useless_unbatched_blockwise)
@@ -39,7 +47,7 @@ from pytensor.tensor.type import TensorType
 from compiler.lowering.lower import GraphSpec
 
 
-def vectorize_spec(spec: GraphSpec, vectorize: Mapping) -> tuple[GraphSpec, dict]:
+def vectorize_spec(spec: GraphSpec, vectorize: Mapping, assertions: str = "drop") -> tuple[GraphSpec, dict]:
     """``spec`` with each input ``vectorize`` names replaced by one with a
     leading batch dim, and its outputs vectorized over it.
 
@@ -47,6 +55,8 @@ def vectorize_spec(spec: GraphSpec, vectorize: Mapping) -> tuple[GraphSpec, dict
         spec: what ``graph_spec`` made of the caller's graph.
         vectorize: input (its name, or the PyTensor variable) -> the batch
             dim's name (a str; inputs sharing a name share the batch).
+        assertions: the ``assertions`` policy of the lowering: the checks it
+            makes values (``pointwise_guards``) keep one condition per point.
 
     Returns:
         ``(batched spec, {old input variable: new input variable})``; the new
@@ -77,7 +87,8 @@ def vectorize_spec(spec: GraphSpec, vectorize: Mapping) -> tuple[GraphSpec, dict
         replace[var] = TensorType(var.type.dtype, shape=(None, *var.type.shape))(name=var.name)
     if not replace:
         return spec, {}
-    outputs = _batched_forms(vectorize_graph(_without_inplace(spec.outputs), replace=replace))
+    unbatched = pointwise_guards(_without_inplace(spec.outputs), set(replace), assertions)
+    outputs = _batched_forms(vectorize_graph(unbatched, replace=replace))
     inputs = [replace.get(v, v) for v in spec.inputs]
     return GraphSpec(inputs, list(outputs), set(spec.shared_inputs)), replace
 
@@ -290,6 +301,56 @@ def _without_inplace(outputs: list) -> list:
             continue
         new = op.make_node(*inputs) if op is not node.op else node.clone_with_new_inputs(inputs, strict=False)
         memo.update(zip(node.outputs, new.outputs))
+    return [memo.get(v, v) for v in outputs]
+
+
+def guard_fill(op, dtype: str, assertions: str) -> float | None:
+    """The value the lowering puts where a ``CheckAndRaise`` op's conditions
+    fail (``rules/assertions.py``), or None where it keeps no per-element
+    value: -inf for PyMC's ``CheckParameterValue`` with
+    ``can_be_replaced_by_ninf`` on a float value, NaN under
+    ``assertions="nan"`` on a float value; None for the other policies
+    (``"drop"`` has no condition; under ``"raise"`` one failing point raises
+    for the whole call, as PyTensor's vectorized function does)."""
+    if not isinstance(op, CheckAndRaise) or not dtype.startswith("float"):
+        return None
+    if getattr(op, "can_be_replaced_by_ninf", False):
+        return -np.inf
+    return np.nan if assertions == "nan" else None
+
+
+def pointwise_guards(outputs: list, batched: set, assertions: str) -> list:
+    """``outputs`` with each check that the lowering makes a value
+    (``guard_fill``) and whose conditions depend on a ``batched`` input
+    rewritten as ``switch(all(c1) & all(c2) ..., x, fill)``, the lowering's
+    own form.
+
+    ``vectorize_graph`` batches a ``CheckAndRaise`` as one check whose
+    condition is ``all`` over the batch too (``vectorize_check_and_raise``:
+    right for an op that raises), so one point outside a distribution's
+    support would make every point's log-density -inf. As a ``switch`` the
+    condition is batched like any ``Elemwise``: point ``b``'s value is the
+    single-point value at ``b``. Only nodes on paths through a rewritten
+    check are new; the caller's graph is not changed.
+    """
+    order = io_toposort([], outputs)
+    depends = set(batched)
+    memo: dict = {}
+    for node in order:
+        inputs = [memo.get(v, v) for v in node.inputs]
+        if any(v in depends for v in node.inputs):
+            depends.update(node.outputs)
+        x, *conds = node.inputs or [None]
+        fill = guard_fill(node.op, getattr(x.type, "dtype", ""), assertions) if x is not None else None
+        if fill is not None and any(c in depends for c in conds):
+            holds = functools.reduce(and_, [pt_all(c) for c in inputs[1:]])
+            guarded = switch(holds, inputs[0], constant(fill, dtype=x.type.dtype))
+            guarded.name = node.outputs[0].name
+            memo[node.outputs[0]] = guarded
+            continue
+        if all(a is b for a, b in zip(inputs, node.inputs)):
+            continue
+        memo.update(zip(node.outputs, node.clone_with_new_inputs(inputs, strict=False).outputs))
     return [memo.get(v, v) for v in outputs]
 
 

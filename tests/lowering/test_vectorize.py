@@ -321,3 +321,25 @@ def test_blas_ops_are_batched_matmuls():
     xs, ms, ss = RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4, 4)), np.array([0.5, 1.0, -2.0])
     xs[1, 0] = ms[1, 0, 0] = np.nan  # beta = 0 at point 1: y and C are not read
     _no_loop_rows([x, m, s], outputs, [xs, ms, ss], batch)  # NaN positions compared too
+
+
+@pytest.mark.parametrize("assertions, fill", [("nan", np.nan), ("drop", None), ("raise", None)])
+def test_a_check_keeps_one_condition_per_point(assertions, fill):
+    """A ``CheckAndRaise`` whose condition depends on the batched input: under
+    ``"nan"`` only the failing points are NaN (``vectorize_graph`` alone
+    checks ``all`` over the batch); under ``"raise"`` one failing point
+    raises for the call, as PyTensor's vectorized function does."""
+    from pytensor.raise_op import CheckAndRaise
+
+    x = pt.dvector("x")
+    y = CheckAndRaise(ValueError, "x[0] must be positive")(x * 2.0, pt.gt(x[0], 0))
+    m = compile_to_onnx([x], outputs=[y.sum()], vectorize={"x": "points"}, assertions=assertions)
+    X = np.array([[1.0, 2.0], [-1.0, 2.0], [0.5, 1.0]])
+    if assertions == "raise":
+        with pytest.raises(ValueError, match="x\\[0\\] must be positive"):
+            m.run(X)
+        np.testing.assert_allclose(m.run(X[[0, 2]])[0], [6.0, 3.0], rtol=1e-15)
+        return
+    got = m.run(X)[0]
+    want = np.array([6.0, 2.0, 3.0]) if fill is None else np.array([6.0, fill, 3.0])
+    np.testing.assert_array_equal(got, want)

@@ -123,3 +123,19 @@ def test_bad_arguments_are_refused():
     f = compile_logp_dlogp(model, "b")
     with pytest.raises(ValueError, match="rank 2"):
         f(f.initial_point)
+
+
+def test_a_point_outside_the_support_is_minus_inf_for_that_point_only():
+    """A parameter check (PyMC's ``CheckParameterValue``) of a batched model
+    fails at the points that violate it, not at every point of the batch
+    (``vectorize_graph`` alone makes it one ``all`` over the batch)."""
+    with pm.Model() as model:
+        s = pm.Normal("s", 1.0, 1.0)  # untransformed: s <= 0 is outside the Normal's sigma > 0
+        pm.Normal("y", 0.0, s, observed=np.array([0.1, -0.3, 0.5]))
+    single, batched = compile_logp_dlogp(model), compile_logp_dlogp(model, "points")
+    X = np.array([[1.0], [-1.0], [0.5], [0.0]])
+    logp, dlogp = batched(X)
+    want = [single(x) for x in X]
+    np.testing.assert_array_equal(np.isneginf(logp), [False, True, False, True])
+    np.testing.assert_allclose(logp, [w[0] for w in want], rtol=1e-14)
+    np.testing.assert_allclose(dlogp, np.stack([w[1] for w in want]), rtol=1e-14)

@@ -60,6 +60,36 @@ erases the nodes it left dead. Only exact identities are allowed (NaN, Inf,
        const %one: f64[1] = [1.0]
        %y: f64[N,3] = pow(%x, %one)         ->   (uses of %y read %x)
 
+8. ``expand`` whose result has its input's type, every dim known, is its
+   input (the broadcast adds nothing)::
+
+       %y: f64[points,100] = expand(%x, %s)   (%x: f64[points,100])
+                                            ->   (uses of %y read %x)
+
+9. a broadcasting op reads the input of an ``expand`` operand when its
+   result type stays the same without it (the op broadcasts as ``expand``
+   does, NumPy's rules, so every element is the same)::
+
+       %e: f64[points,100] = expand(%v, %s)   (%v: f64[points,1])
+       %y: f64[points,100] = mul(%x, %e)    ->   %y: f64[points,100] = mul(%x, %v)
+
+10. constants broadcast by ``expand`` (how a gradient's seed of ones, and
+    what it meets, reach a batched graph) stay one-element constants as long
+    as possible: ``expand(splat(c), s)``, where the input is an ``expand``
+    of a one-element constant ``c`` (also through ``unsqueeze``/``reshape``/
+    ``squeeze``), is ``expand(c, s)``; an elementwise op whose inputs are
+    such expands and one-element constants computes on the constants and
+    expands the result (then ``constant-folding`` folds it); ``reduce_sum``
+    of ``expand(c, s)`` over static dims of n elements is ``expand(c * n)``
+    to the kept dims, where every partial sum of the n terms is exact (``c``
+    an integer or a power of two, ``n |c| < 2**53``)::
+
+       %o: f64[points] = expand(%one, %t)      (%one: f64[] = 1.0)
+       %u: f64[points,1] = unsqueeze(%o) {axes=[1]}
+       %e: f64[points,100] = expand(%u, %s)
+       %n: f64[points,100] = mul(%e, %minus_half)
+                                            ->   %n: f64[points,100] = expand(mul(%one, %minus_half), %s)
+
 Deliberately absent: ``x + 0 -> x`` (wrong for ``x = -0.0``: ``-0.0 + 0.0``
 is ``+0.0``) and ``x * 0 -> 0`` (wrong for NaN and Inf).
 
@@ -73,11 +103,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ir import Node, Value
-from ir.opdef import BROADCASTING, ops_with
-from ir.ops.common import normalize_axis
+from ir.opdef import BROADCASTING, ELEMENTWISE, RANDOM, ops_with
+from ir.ops.common import broadcast_shapes, normalize_axis
+from ir.types import refine_type
 from passes.base import register_pass
-from passes.rewrite import ConstEq, Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var, producer
+from passes.shape_facts import elements
+from passes.rewrite import Const, ConstEq, Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var, producer
 
 
 def axes_of(node: Node, rank: int) -> frozenset[int]:
@@ -163,6 +197,124 @@ def gather_before_cast(rw: Rewriter, m: Match) -> Value | str:
     return rw.add("cast", [gathered], m.inner.attrs)
 
 
+# -- rules 8-10: expand ------------------------------------------------------------
+def known_shape(value: Value) -> bool:
+    return None not in value.shape
+
+
+def expand_to_itself(rw: Rewriter, m: Match) -> Value | str:
+    """expand(x, s) -> x where the result has x's (known) type (rule 8)"""
+    if m.x.type != m.root.output.type or not known_shape(m.x):
+        return "the expand changes the shape, or a dim is unknown"
+    return m.x
+
+
+def bypass_expand(rw: Rewriter, m: Match) -> Value | str:
+    """op(..., expand(v, s), ...) -> op(..., v, ...) where the result type stays (rule 9)"""
+    node = m.root
+    inputs = list(node.inputs)
+    for i, e in enumerate(inputs):
+        src = producer(e, "expand")
+        if src is None:
+            continue
+        trial = inputs[:i] + [src.inputs[0]] + inputs[i + 1:]
+        if all(known_shape(v) for v in trial) and \
+                broadcast_shapes([v.shape for v in trial], node.op) == node.output.shape:
+            inputs = trial
+    if inputs == list(node.inputs):
+        return "every expand operand widens the result, or a dim is unknown"
+    return rw.add(node.op, inputs, node.attrs)
+
+
+SPLAT_VIEWS = ("unsqueeze", "reshape", "squeeze")
+
+
+def splat_of(value: Value):
+    """The one-element constant ``c`` when ``value`` is ``expand(c, s)``,
+    possibly under ``unsqueeze``/``reshape``/``squeeze`` (every element is
+    ``c``), else None."""
+    while (node := value.producer) is not None and node.op in SPLAT_VIEWS:
+        value = node.inputs[0]
+    node = producer(value, "expand")
+    if node is None or node.inputs[0].const is None or node.inputs[0].const.size != 1:
+        return None
+    return node.inputs[0]
+
+
+def expand_constant(rw: Rewriter, c: Value, s: Value, want: Value) -> Value | str:
+    """``expand(c, s)`` of a one-element constant ``c``, typed as ``want``
+    (the value it replaces), when ``s`` is known to hold ``want``'s dims
+    (``passes.shape_facts.elements``: the rewriter's type rule sees no
+    value in a computed shape); else a reason."""
+    if c.rank > want.rank or elements(s) != tuple(want.shape) or not known_shape(want):
+        return "the target shape is not known to be the result's"
+    out = rw.add("expand", [c, s])
+    out.type = refine_type(out.type, want.type.with_dtype(out.dtype))
+    return out
+
+
+def expand_of_splat(rw: Rewriter, m: Match) -> Value | str:
+    """expand(splat(c), s) -> expand(c, s) (rule 10)"""
+    c = splat_of(m.x)
+    if c is None:
+        return "the input is not a splat of a one-element constant"
+    return expand_constant(rw, c, m.root.inputs[1], m.root.output)
+
+
+def elementwise_of_splats(rw: Rewriter, m: Match) -> Value | str:
+    """op(expand(c, s), d, ...) -> expand(op(c, d, ...), s): one-element constants and expands of them (rule 10)"""
+    node, out = m.root, m.root.output
+    shape, scalars = None, []
+    for v in node.inputs:
+        src = producer(v, "expand")
+        if src is not None and src.inputs[0].const is not None and src.inputs[0].const.size == 1 \
+                and v.type.shape == out.shape:
+            shape = shape or src.inputs[1]
+            scalars.append(src.inputs[0])
+        elif v.const is not None and v.const.size == 1 and v.rank <= out.rank:
+            scalars.append(v)
+        else:
+            return "an input is neither a one-element constant nor an expand of one to the result's shape"
+    if shape is None:
+        return "no input is an expand"
+    return expand_constant(rw, rw.add(node.op, scalars, node.attrs), shape, out)
+
+
+def exact_repeat_sum(c: float, n: int) -> bool:
+    """Every partial sum of n copies of c is exact in float64/float32 (c an
+    integer or a power of two, n |c| below 2**24)."""
+    if c == 0 or not np.isfinite(c):
+        return c == 0
+    mantissa, _ = np.frexp(abs(c))
+    return (float(c).is_integer() or mantissa == 0.5) and n * abs(c) < 2 ** 24
+
+
+def reduce_sum_of_splat(rw: Rewriter, m: Match) -> Value | str:
+    """reduce_sum(expand(c, s), axes) -> expand(c * n, kept dims of s) (rule 10)"""
+    node, e = m.root, m.root.inputs[0]
+    src = producer(e, "expand")
+    c, s = src.inputs
+    if c.const is None or c.const.size != 1 or not c.type.dtype.is_float or c.rank > 0:
+        return "not an expand of a float scalar constant"
+    if len(node.inputs) > 1 or s.rank != 1 or s.shape[0] != e.rank:
+        return "the axes are an input, or the shape is not one entry per axis"
+    axes = axes_of(node, e.rank) if node.attrs.get("axes") else frozenset(range(e.rank))
+    reduced = [e.shape[a] for a in axes]
+    if any(not isinstance(d, int) for d in reduced):
+        return "a reduced dim is not static"
+    n = int(np.prod(reduced, dtype=np.int64))
+    value = float(c.const)
+    if not exact_repeat_sum(value, n):
+        return "the sum of the copies may round"
+    kept = [a for a in range(e.rank) if a not in axes]
+    if node.attrs["keepdims"]:
+        mask = np.array([a in axes for a in range(e.rank)])
+        target = rw.add("where", [rw.const(mask), rw.const(np.ones(e.rank, s.dtype.numpy)), s])
+    else:
+        target = rw.add("gather", [s, rw.const(np.array(kept, np.int64))], {"axis": 0})
+    return expand_constant(rw, rw.const(np.array(value * n, dtype=c.const.dtype)), target, node.output)
+
+
 x = Var("x")
 ONES = ConstEq(1)
 # (kept alive by other readers, the inner node of rules 3 and 4 is not duplicated work: one node replaces two)
@@ -183,6 +335,14 @@ RULES = RuleSet([
     Rule("div-by-one", Op("div", x, ONES), drop_one),                                                # 5
     Rule("pow-of-one", Op("pow", x, ONES), drop_one),                                                # 7
     Rule("gather-before-cast", Op("gather", Op("cast", x, **INNER), Var()), gather_before_cast),    # 6
+    Rule("expand-to-itself", Op("expand", x, Var()), expand_to_itself),                               # 8
+    *(Rule("bypass-expand", Op(op, rest=Var(), any_input=Op("expand", Var(), Var(), single_use=False)),
+           bypass_expand) for op in sorted(ops_with(BROADCASTING))),                                  # 9
+    Rule("expand-of-splat", Op("expand", x, Var()), expand_of_splat),                                 # 10
+    *(Rule("elementwise-of-splats", Op(op, rest=Var(), any_input=Op("expand", Const(), Var(), single_use=False)),
+           elementwise_of_splats) for op in sorted(ops_with(ELEMENTWISE) - ops_with(RANDOM))),       # 10
+    Rule("reduce-sum-of-splat", Op("reduce_sum", Op("expand", Const(), Var(), single_use=False), rest=Var()),
+         reduce_sum_of_splat),                                                                          # 10
 ])
 
 

@@ -33,6 +33,22 @@ Rules:
      ->
        %y: f32[B,T,1024] = matmul(%h, %W)
 
+4. matvec-shared-matrix: a batch of matrix-vector products with one matrix,
+   ``squeeze{-1}(matmul(A, unsqueeze{-1}(v)))`` with ``A`` of shape
+   (1, ..., 1, M, K) (how ``vectorize_graph`` batches ``dot(A, x)``: B
+   products of (M, K) @ (K, 1), which onnxruntime runs one small GEMM at a
+   time), is one product of the vectors by the transposed matrix, row ``b``
+   being ``A @ v[b]`` (a constant ``A`` is transposed here, once)::
+
+       %u: f64[B,3,1] = unsqueeze(%v) {axes=[2]}
+       %p: f64[B,100,1] = matmul(%A, %u)       (%A: f64[1,100,3])
+       %y: f64[B,100] = squeeze(%p) {axes=[2]}
+     ->
+       %y: f64[B,100] = matmul(%v, %At)        (%At: f64[3,100])
+
+   Each element is the same K-term dot product, accumulated in the
+   kernel's order (the numerics contract's bound for matmul).
+
 Batched products (rank > 2), a matmul with other readers and a ``c`` that
 broadcasts the product to a larger shape are left alone. Exact: ``gemm``
 with alpha = beta = 1 is the IR's ``matmul`` then ``add`` (the emitter keeps
@@ -50,6 +66,7 @@ from dataclasses import dataclass
 
 from ir import DType, Value
 from passes.base import TYPES, register_pass
+from passes.canonicalize import axes_of
 from passes.rewrite import Match, Op, Rewriter, Rule, RuleSet, RuleSetPass, Var
 from passes.shape_facts import dim_source
 
@@ -80,6 +97,24 @@ def two_d_weight(rw: Rewriter, m: Match) -> Value | str:
     return "the (1, K, M) operand is neither an unsqueezed matrix nor a constant"
 
 
+def shared_matrix_matvec(rw: Rewriter, m: Match) -> Value | str:
+    """squeeze{-1}(matmul(A[1.., M, K], unsqueeze{-1}(v))) -> matmul(v, A^T) (rule 4)."""
+    a, u, product = m.a, m.unsqueeze.output, m.matmul.output
+    if axes_of(m.root, product.rank) != {product.rank - 1}:
+        return "the squeeze does not drop only the product's last axis"
+    if axes_of(m.unsqueeze, u.rank) != {u.rank - 1}:
+        return "the unsqueeze does not add only a last axis"
+    v = m.unsqueeze.inputs[0]
+    if u.rank < 3:
+        return "a single matrix-vector product (no batch): already one product"
+    if a.rank < 2 or any(d != 1 for d in a.shape[:-2]) or a.rank > u.rank:
+        return f"the matrix {a.type} is not one (1, ..., M, K) matrix broadcast over the batch of {u.type}"
+    if a.const is not None:
+        return rw.add("matmul", [v, rw.const(a.const.reshape(a.shape[-2:]).T.copy(), "matrix_t")])
+    matrix = rw.add("squeeze", [a], {"axes": list(range(a.rank - 2))}) if a.rank > 2 else a
+    return rw.add("matmul", [v, rw.add("transpose", [matrix], {"perm": [1, 0]})])
+
+
 def fold_transpose(rw: Rewriter, m: Match) -> Value | str:
     """gemm(transpose(a), ...) -> gemm{trans_a flipped}(a, ...) (rule 2)."""
     node = m.root
@@ -99,6 +134,10 @@ RULES = RuleSet([
     Rule("matmul-add", Op("add", Op("matmul", Var("a"), Var("b"), name="matmul"), Var("c")), matmul_add),
     # matmul(a, unsqueeze{0}(W)) -> matmul(a, W) for a batched a
     Rule("matmul-2d-weight", Op("matmul", Var("a"), Var("b")), two_d_weight),
+    # squeeze{-1}(matmul(A[1, M, K], unsqueeze{-1}(v))) -> matmul(v, A^T): one product, not B
+    Rule("matvec-shared-matrix",
+         Op("squeeze", Op("matmul", Var("a"), Op("unsqueeze", Var(), name="unsqueeze"), name="matmul")),
+         shared_matrix_matvec),
     # gemm(transpose(a), transpose(b), c) -> gemm{trans_a, trans_b}(a, b, c)
     Rule("gemm-transpose", Op("gemm", Var(), Var(), Var(), any_input=Op("transpose", Var(), single_use=False)),
          fold_transpose),

@@ -487,3 +487,78 @@ def test_created_nodes_keep_the_source_line_and_name():
     assert (node.attrs["perm"], node.trace, node.output.name) == ((1, 2, 0), "model.py:12", "v")
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     assert_identical(evaluate(graph, [x])[0], evaluate(before, [x])[0])
+
+
+# -- 8-10. expand ------------------------------------------------------------------
+def test_expands_of_constants_stay_one_element_and_bypasses_drop_expands():
+    """A gradient seed of ones expanded over a batch (through an unsqueeze),
+    scaled by constants and read by a broadcasting op, a reduction over its
+    static dims, an expand a broadcast makes redundant, an expand to the
+    input's own type."""
+    check_pass(CANON, """
+        graph @main(%x: f64[N,3], %v: f64[N,3], %w: f64[N,1]) {
+          const %one: f64[] = 1.0
+          const %half: f64[] = -0.5
+          const %zero: i64[1] = [0]
+          const %onei: i64[1] = [1]
+          %s: i64[2] = shape(%x)
+          %n: i64[1] = slice(%s, %zero, %onei, %onei) {axes=[0]}
+          %e0: f64[N] = expand(%one, %n)
+          %u: f64[N,1] = unsqueeze(%e0) {axes=[1]}
+          %e: f64[N,3] = expand(%u, %s)
+          %m: f64[N,3] = mul(%e, %half)
+          %y: f64[N,3] = mul(%m, %v)
+          %r: f64[N] = reduce_sum(%e) {axes=[1], keepdims=false}
+          %k: f64[N,1] = reduce_sum(%e) {axes=[1], keepdims=true}
+          %ew: f64[N,3] = expand(%w, %s)
+          %z: f64[N,3] = add(%v, %ew)
+          %same: f64[N,3] = expand(%v, %s)
+          return %y, %r, %k, %z, %same
+        }""", """
+        graph @main(%x: f64[N,3], %v: f64[N,3], %w: f64[N,1]) {
+          const %one: f64[] = 1.0
+          const %half: f64[] = -0.5
+          const %zero: i64[1] = [0]
+          const %onei: i64[1] = [1]
+          const %const: i64[1] = [0]
+          const %const_1: f64[] = 3.0
+          const %const_2: bool[2] = [false, true]
+          const %const_3: i64[2] = [1, 1]
+          const %const_4: f64[] = 3.0
+          %s: i64[2] = shape(%x)
+          %y: f64[N,3] = mul(%half, %v)
+          %r: i64[1] = gather(%s, %const) {axis=0}
+          %r_1: f64[N] = expand(%const_1, %r)
+          %k: i64[2] = where(%const_2, %const_3, %s)
+          %k_1: f64[N,1] = expand(%const_4, %k)
+          %z: f64[N,3] = add(%v, %w)
+          return %y, %r_1, %k_1, %z, %v
+        }""", sizes={"N": 4})
+
+
+def test_expands_that_widen_or_may_round_or_have_unknown_targets_stay():
+    check_pass(CANON, """
+        graph @main(%x: f64[N,3], %a: f64[N,1], %w: f64[N,1], %x2: f64[?,?]) {
+          const %tenth: f64[] = 0.1
+          const %one: f64[] = 1.0
+          %s: i64[2] = shape(%x)
+          %s2: i64[2] = shape(%x2)
+          %e: f64[N,3] = expand(%w, %s)
+          %b: f64[N,3] = add(%a, %e)
+          %c: f64[N,3] = expand(%tenth, %s)
+          %r: f64[N] = reduce_sum(%c) {axes=[1], keepdims=false}
+          %q: f64[?,?] = expand(%one, %s2)
+          %m: f64[?,?] = mul(%q, %tenth)
+          %rq: f64[?] = reduce_sum(%q) {axes=[1], keepdims=false}
+          return %e, %b, %r, %m, %rq
+        }""", None, sizes={"N": 3})
+
+
+def test_a_sum_of_copies_is_folded_only_where_every_partial_sum_is_exact():
+    from passes.canonicalize import exact_repeat_sum
+
+    assert exact_repeat_sum(1.0, 100) and exact_repeat_sum(-0.5, 1000) and exact_repeat_sum(0.0, 10 ** 9)
+    assert exact_repeat_sum(3.0, 2 ** 20) and not exact_repeat_sum(3.0, 2 ** 23)
+    assert not exact_repeat_sum(0.1, 3) and not exact_repeat_sum(np.inf, 2) and not exact_repeat_sum(np.nan, 2)
+    for c, n in ((1.0, 100), (-0.5, 1000), (3.0, 2 ** 20), (0.25, 12345)):
+        assert float(np.sum(np.full(n, c, np.float32), dtype=np.float32)) == np.float32(c * n)

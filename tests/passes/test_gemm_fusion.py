@@ -254,3 +254,64 @@ def test_batched_product_reads_the_unsqueezed_matrix(weight):
 ], ids=["2-d-left", "input"])
 def test_matmul_2d_weight_does_not_fire(graph):
     check_pass([GemmFusion()], graph, None, sizes={"B": 2})
+
+
+# -- 4. a batch of products with one matrix --------------------------------------------
+def test_a_batch_of_matvecs_with_one_constant_matrix_is_one_product():
+    check_pass(GemmFusion(), """
+        graph @main(%v: f64[B,3]) {
+          const %A: f64[1,2,3] = [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]]
+          %u: f64[B,3,1] = unsqueeze(%v) {axes=[2]}
+          %p: f64[B,2,1] = matmul(%A, %u)
+          %y: f64[B,2] = squeeze(%p) {axes=[-1]}
+          return %y
+        }""", """
+        graph @main(%v: f64[B,3]) {
+          const %A: f64[1,2,3] = [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]]
+          const %matrix_t: f64[3,2] = [[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]]
+          %y: f64[B,2] = matmul(%v, %matrix_t)
+          return %y
+        }""", sizes={"B": 4}, rtol=1e-15)
+
+
+def test_a_batch_of_matvecs_with_one_computed_matrix_transposes_it():
+    check_pass(GemmFusion(), """
+        graph @main(%v: f64[B,3], %W: f64[2,3]) {
+          %a: f64[1,2,3] = unsqueeze(%W) {axes=[0]}
+          %u: f64[B,3,1] = unsqueeze(%v) {axes=[-1]}
+          %p: f64[B,2,1] = matmul(%a, %u)
+          %y: f64[B,2] = squeeze(%p) {axes=[2]}
+          return %y
+        }""", """
+        graph @main(%v: f64[B,3], %W: f64[2,3]) {
+          %a: f64[1,2,3] = unsqueeze(%W) {axes=[0]}
+          %y: f64[2,3] = squeeze(%a) {axes=[0]}
+          %y_1: f64[3,2] = transpose(%y) {perm=[1, 0]}
+          %y_2: f64[B,2] = matmul(%v, %y_1)
+          return %y_2
+        }""", sizes={"B": 3}, rtol=1e-15)
+
+
+def test_matvecs_with_a_matrix_per_point_or_other_axes_stay():
+    check_pass(GemmFusion(), """
+        graph @main(%v: f64[B,3], %M: f64[B,2,3], %r: f64[B,1,3]) {
+          const %A: f64[1,2,3] = [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]]
+          %u: f64[B,3,1] = unsqueeze(%v) {axes=[2]}
+          %p: f64[B,2,1] = matmul(%M, %u)
+          %y: f64[B,2] = squeeze(%p) {axes=[2]}
+          %u2: f64[B,3,1] = unsqueeze(%v) {axes=[2]}
+          %p2: f64[B,2,1] = matmul(%A, %u2)
+          %z: f64[B,2,1] = relu(%p2)
+          return %y, %z
+        }""", None, sizes={"B": 2})
+
+
+def test_one_matvec_without_a_batch_stays():
+    check_pass(GemmFusion(), """
+        graph @main(%v: f64[3]) {
+          const %A: f64[2,3] = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+          %u: f64[3,1] = unsqueeze(%v) {axes=[1]}
+          %p: f64[2,1] = matmul(%A, %u)
+          %y: f64[2] = squeeze(%p) {axes=[1]}
+          return %y
+        }""", None)

@@ -81,8 +81,9 @@ erases the nodes it left dead. Only exact identities are allowed (NaN, Inf,
     such expands and one-element constants computes on the constants and
     expands the result (then ``constant-folding`` folds it); ``reduce_sum``
     of ``expand(c, s)`` over static dims of n elements is ``expand(c * n)``
-    to the kept dims, where every partial sum of the n terms is exact (``c``
-    an integer or a power of two, ``n |c| < 2**53``)::
+    to the kept dims, where every partial sum of the n terms is exact in
+    float32 and float64 (``exact_repeat_sum``: ``c`` an integer or a power
+    of two, and n below 2**24)::
 
        %o: f64[points] = expand(%one, %t)      (%one: f64[] = 1.0)
        %u: f64[points,1] = unsqueeze(%o) {axes=[1]}
@@ -105,7 +106,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ir import Node, Value
+from ir import DType, Node, Value
+from ir.errors import OpError
 from ir.opdef import BROADCASTING, ELEMENTWISE, RANDOM, ops_with
 from ir.ops.common import broadcast_shapes, normalize_axis
 from ir.types import refine_type
@@ -218,12 +220,19 @@ def bypass_expand(rw: Rewriter, m: Match) -> Value | str:
         if src is None:
             continue
         trial = inputs[:i] + [src.inputs[0]] + inputs[i + 1:]
-        if all(known_shape(v) for v in trial) and \
-                broadcast_shapes([v.shape for v in trial], node.op) == node.output.shape:
+        if all(known_shape(v) for v in trial) and broadcast_of(trial, node.op) == node.output.shape:
             inputs = trial
     if inputs == list(node.inputs):
         return "every expand operand widens the result, or a dim is unknown"
     return rw.add(node.op, inputs, node.attrs)
+
+
+def broadcast_of(values: list[Value], op: str) -> tuple | None:
+    """The broadcast shape of ``values`` (None where they cannot broadcast)."""
+    try:
+        return broadcast_shapes([v.shape for v in values], op)
+    except OpError:
+        return None
 
 
 SPLAT_VIEWS = ("unsqueeze", "reshape", "squeeze")
@@ -281,12 +290,18 @@ def elementwise_of_splats(rw: Rewriter, m: Match) -> Value | str:
 
 
 def exact_repeat_sum(c: float, n: int) -> bool:
-    """Every partial sum of n copies of c is exact in float64/float32 (c an
-    integer or a power of two, n |c| below 2**24)."""
+    """Every partial sum ``k c`` (k <= n) of n copies of c is exact in
+    float32 and float64, in any order: c = 0; c an integer with n |c| below
+    2**24; or c a power of two (k c is k scaled) with n below 2**24 and
+    n |c| in float32's normal range."""
     if c == 0 or not np.isfinite(c):
         return c == 0
+    if n >= 2 ** 24:
+        return False
+    if float(c).is_integer():
+        return n * abs(c) < 2 ** 24
     mantissa, _ = np.frexp(abs(c))
-    return (float(c).is_integer() or mantissa == 0.5) and n * abs(c) < 2 ** 24
+    return mantissa == 0.5 and 2.0 ** -126 <= abs(c) and n * abs(c) < 2.0 ** 127
 
 
 def reduce_sum_of_splat(rw: Rewriter, m: Match) -> Value | str:
@@ -294,8 +309,8 @@ def reduce_sum_of_splat(rw: Rewriter, m: Match) -> Value | str:
     node, e = m.root, m.root.inputs[0]
     src = producer(e, "expand")
     c, s = src.inputs
-    if c.const is None or c.const.size != 1 or not c.type.dtype.is_float or c.rank > 0:
-        return "not an expand of a float scalar constant"
+    if c.const is None or c.const.size != 1 or c.dtype not in (DType.FLOAT32, DType.FLOAT64) or c.rank > 0:
+        return "not an expand of a float32/float64 scalar constant"
     if len(node.inputs) > 1 or s.rank != 1 or s.shape[0] != e.rank:
         return "the axes are an input, or the shape is not one entry per axis"
     axes = axes_of(node, e.rank) if node.attrs.get("axes") else frozenset(range(e.rank))

@@ -559,6 +559,7 @@ def test_a_sum_of_copies_is_folded_only_where_every_partial_sum_is_exact():
 
     assert exact_repeat_sum(1.0, 100) and exact_repeat_sum(-0.5, 1000) and exact_repeat_sum(0.0, 10 ** 9)
     assert exact_repeat_sum(3.0, 2 ** 20) and not exact_repeat_sum(3.0, 2 ** 23)
+    assert exact_repeat_sum(2.0 ** -10, 2 ** 20) and not exact_repeat_sum(2.0 ** -10, 2 ** 30)
     assert not exact_repeat_sum(0.1, 3) and not exact_repeat_sum(np.inf, 2) and not exact_repeat_sum(np.nan, 2)
     for c, n in ((1.0, 100), (-0.5, 1000), (3.0, 2 ** 20), (0.25, 12345)):
         assert float(np.sum(np.full(n, c, np.float32), dtype=np.float32)) == np.float32(c * n)

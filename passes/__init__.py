@@ -85,6 +85,10 @@ DEFAULT_PIPELINE: list[str] = [
     # broadcasts one innermost span at a time).
     "narrow-layout",
     # -- finish ------------------------------------------------------------
+    # Types as precise as the rewrites above made them; the identities they
+    # now show (an expand to its input's type: slice writes of a batch).
+    "shape-inference",
+    "canonicalize",
     "cse",
     "dce",
     # Final types for the emitted value_info and dim_params.

@@ -77,7 +77,8 @@ erases the nodes it left dead. Only exact identities are allowed (NaN, Inf,
     what it meets, reach a batched graph) stay one-element constants as long
     as possible: ``expand(splat(c), s)``, where the input is an ``expand``
     of a one-element constant ``c`` (also through ``unsqueeze``/``reshape``/
-    ``squeeze``), is ``expand(c, s)``; an elementwise op whose inputs are
+    ``squeeze`` that cannot fail) and broadcasts to the result for every size
+    its type allows (so no run-time shape check is lost), is ``expand(c, s)``; an elementwise op whose inputs are
     such expands and one-element constants computes on the constants and
     expands the result (then ``constant-folding`` folds it); ``reduce_sum``
     of ``expand(c, s)`` over static dims of n elements is ``expand(c * n)``
@@ -90,6 +91,16 @@ erases the nodes it left dead. Only exact identities are allowed (NaN, Inf,
        %e: f64[points,100] = expand(%u, %s)
        %n: f64[points,100] = mul(%e, %minus_half)
                                             ->   %n: f64[points,100] = expand(mul(%one, %minus_half), %s)
+
+11. a negation moves onto the smaller operand of a float product or
+    quotient (one that broadcasts, or a constant, which ``constant-folding``
+    then negates): ``neg(a * b) = a * neg(b)``, ``neg(a) / b = a / neg(b)``,
+    exact in IEEE arithmetic (rounding is symmetric; the sign of a zero or an
+    infinity is the same either way; only a NaN's sign bit may differ)::
+
+       %q: f64[N,100] = div(%a, %s)          (%s: f64[N,1])
+       %y: f64[N,100] = neg(%q)         ->   %n: f64[N,1] = neg(%s)
+                                             %y: f64[N,100] = div(%a, %n)
 
 Deliberately absent: ``x + 0 -> x`` (wrong for ``x = -0.0``: ``-0.0 + 0.0``
 is ``+0.0``) and ``x * 0 -> 0`` (wrong for NaN and Inf).
@@ -235,14 +246,34 @@ def broadcast_of(values: list[Value], op: str) -> tuple | None:
         return None
 
 
-SPLAT_VIEWS = ("unsqueeze", "reshape", "squeeze")
+def view_cannot_fail(node: Node) -> bool:
+    """Whether ``node`` is a view that runs for every input of its type:
+    ``unsqueeze``; ``squeeze`` of static 1s; ``reshape`` between static
+    shapes (its type rule checked the sizes)."""
+    if node.op == "unsqueeze":
+        return True
+    x = node.inputs[0]
+    if node.op == "squeeze":
+        return all(x.shape[a] == 1 for a in axes_of(node, x.rank))
+    return node.op == "reshape" and x.type.is_static and node.output.type.is_static
+
+
+def broadcast_cannot_fail(x: Value, out: Value) -> bool:
+    """Whether broadcasting ``x`` to ``out``'s shape succeeds for every
+    run-time size the types allow: each dim of ``x`` (right-aligned) is a
+    static 1 or ``out``'s own dim. Dropping such an ``expand`` drops no
+    run-time check (a wrong-shaped input must still be refused)."""
+    offset = out.rank - x.rank
+    return offset >= 0 and all(d == 1 or (d is not None and d == out.shape[i + offset])
+                               for i, d in enumerate(x.shape))
 
 
 def splat_of(value: Value):
     """The one-element constant ``c`` when ``value`` is ``expand(c, s)``,
-    possibly under ``unsqueeze``/``reshape``/``squeeze`` (every element is
-    ``c``), else None."""
-    while (node := value.producer) is not None and node.op in SPLAT_VIEWS:
+    possibly under views that cannot fail (``view_cannot_fail``): every
+    element is ``c``; else None."""
+    while (node := value.producer) is not None and node.op in ("unsqueeze", "squeeze", "reshape") \
+            and view_cannot_fail(node):
         value = node.inputs[0]
     node = producer(value, "expand")
     if node is None or node.inputs[0].const is None or node.inputs[0].const.size != 1:
@@ -267,6 +298,8 @@ def expand_of_splat(rw: Rewriter, m: Match) -> Value | str:
     c = splat_of(m.x)
     if c is None:
         return "the input is not a splat of a one-element constant"
+    if not broadcast_cannot_fail(m.x, m.root.output):
+        return "the expand checks the input's shape at run time"
     return expand_constant(rw, c, m.root.inputs[1], m.root.output)
 
 
@@ -330,6 +363,45 @@ def reduce_sum_of_splat(rw: Rewriter, m: Match) -> Value | str:
     return expand_constant(rw, rw.const(np.array(value * n, dtype=c.const.dtype)), target, node.output)
 
 
+# -- rule 11: negation onto the smaller operand ---------------------------------------
+def smaller(v: Value, out: Value) -> bool:
+    """Whether ``v`` is a constant, or broadcasts against ``out`` (lower
+    rank, or a static 1 where ``out``'s dim is not 1): fewer elements."""
+    if v.const is not None:
+        return True
+    if v.rank < out.rank:
+        return True
+    return any(d == 1 and o != 1 for d, o in zip(v.shape, out.shape))
+
+
+def negate_smaller_operand(rw: Rewriter, m: Match) -> Value | str:
+    """neg(a * b) -> a * neg(b), neg(a / b) -> a / neg(b) (or neg(a) / b), b the smaller operand"""
+    inner, out = m.inner, m.root.output
+    a, b = inner.inputs
+    if not out.dtype.is_float:
+        return "only float products and quotients (IEEE rounding is symmetric)"
+    if smaller(b, out):
+        return rw.add(inner.op, [a, rw.add("neg", [b])], inner.attrs)
+    if smaller(a, out):
+        return rw.add(inner.op, [rw.add("neg", [a]), b], inner.attrs)
+    return "neither operand is smaller than the result"
+
+
+def move_negation(rw: Rewriter, m: Match) -> Value | str:
+    """neg(a) * b -> a * neg(b), neg(a) / b -> a / neg(b), b / neg(a) -> neg(b) / a, b the smaller operand"""
+    node, out = m.root, m.root.output
+    if not out.dtype.is_float:
+        return "only float products and quotients (IEEE rounding is symmetric)"
+    inputs = list(node.inputs)
+    for i, v in enumerate(inputs):
+        neg = producer(v, "neg", single=True)
+        other = inputs[1 - i]
+        if neg is not None and smaller(other, out) and not smaller(neg.inputs[0], out):
+            inputs[i], inputs[1 - i] = neg.inputs[0], rw.add("neg", [other])
+            return rw.add(node.op, inputs, node.attrs)
+    return "no single-use negated operand beside a smaller one"
+
+
 x = Var("x")
 ONES = ConstEq(1)
 # (kept alive by other readers, the inner node of rules 3 and 4 is not duplicated work: one node replaces two)
@@ -358,6 +430,10 @@ RULES = RuleSet([
            elementwise_of_splats) for op in sorted(ops_with(ELEMENTWISE) - ops_with(RANDOM))),       # 10
     Rule("reduce-sum-of-splat", Op("reduce_sum", Op("expand", Const(), Var(), single_use=False), rest=Var()),
          reduce_sum_of_splat),                                                                          # 10
+    *(Rule("negate-smaller-operand", Op("neg", Op(op, Var(), Var(), name="inner")), negate_smaller_operand)
+      for op in ("mul", "div")),                                                                        # 11
+    *(Rule("move-negation", Op(op, Var(), Var(), any_input=Op("neg", Var(), single_use=True)), move_negation)
+      for op in ("mul", "div")),                                                                        # 11
 ])
 
 

@@ -20,6 +20,12 @@ any of the ops below whose rank-2 inputs are already available transposed
 * ``unsqueeze`` of ``[N]`` to ``[N, 1]``: unsqueeze to ``[1, N]``;
 * ``slice`` of a narrow input: axes swapped; ``expand`` to a constant shape:
   the shape reversed.
+* ``gather`` along the last axis of a narrow input by a vector or scalar of
+  indices, whatever its result (``a[:, county]`` of a batch of parameter
+  vectors): a gather of rows, each N contiguous elements, where
+  onnxruntime's gather along the last axis copies one element at a time
+  (measured at N = 1,024, k = 10, 100 indices, float64: 767 us against
+  122 us with both transposes).
 
 Each rewritten node is followed by a ``transpose`` back, which the next
 rewritten reader cancels (``transpose(transpose(x))`` is x); a constant is
@@ -126,6 +132,10 @@ class _Rewriter:
             axes = node.attrs["axes"] or (0, 1)
             attrs = dict(node.attrs, axes=sorted(1 - (a % 2) for a in axes))
             self.replace(node, [self.flip(node.inputs[0], node)], attrs, transposed=bool(node.attrs["keepdims"]))
+        elif op == "gather" and node.attrs["axis"] % 2 == 1 and node.inputs[0].rank == 2 \
+                and narrow(node.inputs[0].type) and node.inputs[1].rank <= 1:
+            self.replace(node, [self.flip(node.inputs[0], node), node.inputs[1]], dict(node.attrs, axis=0),
+                         transposed=node.inputs[1].rank == 1)
         elif not narrow(out.type):
             return
         elif elementwise(op) and self.pays(node):

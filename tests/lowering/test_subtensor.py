@@ -323,3 +323,45 @@ def test_rewritten_function_graph():
     for i, want in enumerate(fn(*values)):
         assert_same(got_ort[i], want, rtol=1e-12, atol=1e-12, what=f"onnxruntime output {i}")
         assert_same(got_ir[i], want, rtol=1e-12, atol=1e-12, what=f"IR interpreter output {i}")
+
+
+# -- writes through unit-step slices of static dims: pad, add, where -----------------------
+def _bitwise(got, want):
+    """Equal values, NaN at the same places, the same sign of every zero (a
+    NaN's sign bit is not part of any contract)."""
+    np.testing.assert_array_equal(got, want)
+    numbers = ~np.isnan(want)
+    assert np.array_equal(np.signbit(got)[numbers], np.signbit(want)[numbers]), "signs of zero differ"
+
+
+def test_slice_writes_are_pads_not_scatters_and_exact():
+    """``x[:, 1:] += y``, ``set``, a gradient's ``inc`` into zeros, a broadcast
+    scalar: pads (no scatter_nd), equal to PyTensor bit for bit, -0.0, NaN and
+    inf included."""
+    x = pt.tensor("x", shape=(None, 5), dtype="float64")
+    z = pt.tensor("z", shape=(6, 5), dtype="float64")
+    outs = [pt.inc_subtensor(x[:, 1:], 2 * x[:, :-1]), pt.set_subtensor(x[:, 1:3], x[:, 2:4] + 1),
+            pt.inc_subtensor(z[2:-1], z[:3]), pt.grad((x[:, 1:] ** 2).sum() + (x[:, :-1] * 3).sum(), x),
+            pt.inc_subtensor(x[:, -3:], 2.0), pt.set_subtensor(z[-2:, 1:4], -z[:2, :3]), pt.set_subtensor(z[:, 7:], 1.0)]
+    m = compile_to_onnx([x, z], outputs=outs)
+    assert "scatter_nd" not in {n.op for n in m.ir.nodes} and "pad" in {n.op for n in m.ir.nodes}
+    X = data((6, 5))
+    X[0, 0], X[1, 2], X[3, 0], X[4, 4] = -0.0, np.nan, np.inf, -0.0
+    want = pytensor.function([x, z], outs, mode=Mode(linker="py", optimizer=None))(X, X)
+    for got, w in zip(m.run(X, X), want):
+        _bitwise(got, w)
+    for got, w in zip(evaluate(m.ir, [X, X]), want):
+        _bitwise(got, w)
+
+
+@given(st.integers(-7, 7) | st.none(), st.integers(-7, 7) | st.none(), st.booleans())
+def test_random_slice_writes_equal_pytensor(start, stop, inc):
+    x = pt.tensor("x", shape=(3, 6), dtype="float64")
+    y = pt.tensor("y", shape=(6,), dtype="float64")
+    width = len(range(6)[start:stop])
+    out = (pt.inc_subtensor if inc else pt.set_subtensor)(x[1:, start:stop], y[:width])
+    m = compile_to_onnx([x, y], outputs=[out])
+    assert "scatter_nd" not in {n.op for n in m.ir.nodes}
+    X, Y = data((3, 6)), data(6) + 10
+    want = pytensor.function([x, y], out, mode=Mode(linker="py", optimizer=None))(X, Y)
+    _bitwise(m.run(X, Y)[0], want)

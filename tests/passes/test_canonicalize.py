@@ -563,3 +563,86 @@ def test_a_sum_of_copies_is_folded_only_where_every_partial_sum_is_exact():
     assert not exact_repeat_sum(0.1, 3) and not exact_repeat_sum(np.inf, 2) and not exact_repeat_sum(np.nan, 2)
     for c, n in ((1.0, 100), (-0.5, 1000), (3.0, 2 ** 20), (0.25, 12345)):
         assert float(np.sum(np.full(n, c, np.float32), dtype=np.float32)) == np.float32(c * n)
+
+
+# -- 11. negation onto the smaller operand ---------------------------------------------
+def test_a_negation_moves_onto_the_smaller_operand():
+    check_pass(CANON, """
+        graph @main(%a: f64[N,4], %s: f64[N,1], %w: f64[N,4]) {
+          const %c: f64[] = 2.0
+          %q: f64[N,4] = div(%a, %s)
+          %y: f64[N,4] = neg(%q)
+          %m: f64[N,4] = mul(%c, %a)
+          %z: f64[N,4] = neg(%m)
+          %n: f64[N,4] = neg(%a)
+          %d: f64[N,4] = div(%n, %s)
+          %k: f64[N,4] = neg(%w)
+          %e: f64[N,4] = div(%s, %k)
+          return %y, %z, %d, %e
+        }""", """
+        graph @main(%a: f64[N,4], %s: f64[N,1], %w: f64[N,4]) {
+          const %c: f64[] = 2.0
+          %y: f64[N,1] = neg(%s)
+          %y_1: f64[N,4] = div(%a, %y)
+          %z: f64[] = neg(%c)
+          %z_1: f64[N,4] = mul(%z, %a)
+          %d: f64[N,1] = neg(%s)
+          %d_1: f64[N,4] = div(%a, %d)
+          %e: f64[N,1] = neg(%s)
+          %e_1: f64[N,4] = div(%e, %w)
+          return %y_1, %z_1, %d_1, %e_1
+        }""", sizes={"N": 3})
+
+
+def test_a_negation_between_operands_of_one_size_or_with_other_readers_stays():
+    check_pass(CANON, """
+        graph @main(%a: f64[N,4], %s: f64[N,1], %w: f64[N,4]) {
+          %big: f64[N,4] = mul(%a, %w)
+          %g: f64[N,4] = neg(%big)
+          %n: f64[N,4] = neg(%a)
+          %d: f64[N,4] = div(%n, %s)
+          return %g, %d, %n
+        }""", None, sizes={"N": 3})
+
+
+def test_moved_negations_keep_signed_zeros_infinities_and_nans():
+    graph = parse_graph("""
+        graph @main(%a: f64[6], %s: f64[1]) {
+          %q: f64[6] = div(%a, %s)
+          %y: f64[6] = neg(%q)
+          %n: f64[6] = neg(%a)
+          %p: f64[6] = mul(%n, %s)
+          return %y, %p
+        }""")
+    a = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310])
+    before = [evaluate(graph, [a, np.array([s])]) for s in (2.0, -0.0, np.inf)]
+    assert CANON.run(graph)
+    for s, want in zip((2.0, -0.0, np.inf), before):
+        for got, w in zip(evaluate(graph, [a, np.array([s])]), want):
+            np.testing.assert_array_equal(got, w)
+            numbers = ~np.isnan(w)
+            np.testing.assert_array_equal(np.signbit(got)[numbers], np.signbit(w)[numbers])
+
+
+def test_an_expand_that_checks_a_shape_at_run_time_stays():
+    """``expand(unsqueeze(splat), [2])`` of a splat shaped like an input: a
+    wrong-shaped input (N = 3) must still be refused, so the outer expand
+    stays (the fuzzer's wrong-shape path, seed 103806)."""
+    check_pass(CANON, """
+        graph @main(%x: f64[N]) {
+          const %zero: f64[] = 0.0
+          const %two: i64[1] = [2]
+          %s: i64[1] = shape(%x)
+          %z: f64[N] = expand(%zero, %s)
+          %y: f64[2] = expand(%z, %two)
+          return %y
+        }""", None, sizes={"N": 2})
+
+
+def test_integer_negations_stay():
+    check_pass(CANON, """
+        graph @main(%a: i64[N,4], %s: i64[N,1]) {
+          %q: i64[N,4] = mul(%a, %s)
+          %y: i64[N,4] = neg(%q)
+          return %y
+        }""", None, sizes={"N": 3})

@@ -75,3 +75,40 @@ def test_mixture_log_density_and_gradient_match_pytensor():
 
 def test_registered_by_name():
     assert get_pass("narrow-layout") == LAYOUT
+
+
+def test_a_gather_along_the_narrow_axis_gathers_rows_of_the_transpose():
+    check_pass(NarrowLayout(), """
+        graph @main(%a: f64[N,4], %b: i64[N,4]) {
+          const %county: i64[6] = [0, 3, 3, 1, 2, 0]
+          const %one: i64[] = 1
+          %g: f64[N,6] = gather(%a, %county) {axis=1}
+          %h: i64[N,6] = gather(%b, %county) {axis=-1}
+          %s: f64[N] = gather(%a, %one) {axis=1}
+          return %g, %h, %s
+        }""", """
+        graph @main(%a: f64[N,4], %b: i64[N,4]) {
+          const %county: i64[6] = [0, 3, 3, 1, 2, 0]
+          const %one: i64[] = 1
+          %0: f64[4,N] = transpose(%a) {perm=[1, 0]}
+          %1: f64[6,N] = gather(%0, %county) {axis=0}
+          %2: f64[N,6] = transpose(%1) {perm=[1, 0]}
+          %3: i64[4,N] = transpose(%b) {perm=[1, 0]}
+          %4: i64[6,N] = gather(%3, %county) {axis=0}
+          %5: i64[N,6] = transpose(%4) {perm=[1, 0]}
+          %6: f64[N] = gather(%0, %one) {axis=0}
+          return %2, %5, %6
+        }""", sizes={"N": 70})
+
+
+def test_gathers_along_the_first_axis_or_of_wide_or_short_inputs_stay():
+    check_pass(NarrowLayout(), """
+        graph @main(%a: f64[N,4], %w: f64[N,40], %short: f64[8,4]) {
+          const %idx: i64[3] = [0, 3, 1]
+          const %m: i64[2,3] = [[0, 1, 2], [3, 2, 1]]
+          %g: f64[3,4] = gather(%a, %idx) {axis=0}
+          %h: f64[N,3] = gather(%w, %idx) {axis=1}
+          %i: f64[8,3] = gather(%short, %idx) {axis=1}
+          %j: f64[N,2,3] = gather(%a, %m) {axis=1}
+          return %g, %h, %i, %j
+        }""", None, sizes={"N": 5})

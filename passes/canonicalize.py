@@ -60,11 +60,12 @@ erases the nodes it left dead. Only exact identities are allowed (NaN, Inf,
        const %one: f64[1] = [1.0]
        %y: f64[N,3] = pow(%x, %one)         ->   (uses of %y read %x)
 
-8. ``expand`` whose result has its input's type, every dim known, is its
-   input (the broadcast adds nothing)::
+8. ``expand`` and ``reshape`` to a shape known to hold the input's own
+   dims (``shape_facts.elements`` of the target, every dim known: computed
+   from the input's shape) are the input, for every run-time size::
 
-       %y: f64[points,100] = expand(%x, %s)   (%x: f64[points,100])
-                                            ->   (uses of %y read %x)
+       %s: i64[2] = shape(%x)                 (%x: f64[points,100])
+       %y: f64[points,100] = expand(%x, %s) ->   (uses of %y read %x)
 
 9. a broadcasting op reads the input of an ``expand`` operand when its
    result type stays the same without it (the op broadcasts as ``expand``
@@ -215,10 +216,19 @@ def known_shape(value: Value) -> bool:
     return None not in value.shape
 
 
+def holds_own_dims(s: Value, x: Value) -> bool:
+    """Whether the shape operand ``s`` is known to hold ``x``'s own dims
+    (``passes.shape_facts.elements``: computed from ``shape(x)`` or equal
+    constants), so an ``expand``/``reshape`` of ``x`` to ``s`` is ``x``
+    for every input, a wrong-shaped one included (a declared type is only a
+    claim about run time; this is a proof)."""
+    return known_shape(x) and elements(s) == tuple(x.shape)
+
+
 def expand_to_itself(rw: Rewriter, m: Match) -> Value | str:
-    """expand(x, s) -> x where the result has x's (known) type (rule 8)"""
-    if m.x.type != m.root.output.type or not known_shape(m.x):
-        return "the expand changes the shape, or a dim is unknown"
+    """expand(x, s) -> x, reshape(x, s) -> x where s holds x's own dims (rule 8)"""
+    if m.x.type != m.root.output.type or not holds_own_dims(m.root.inputs[1], m.x):
+        return "the target is not known to be the input's own dims"
     return m.x
 
 
@@ -423,6 +433,7 @@ RULES = RuleSet([
     Rule("pow-of-one", Op("pow", x, ONES), drop_one),                                                # 7
     Rule("gather-before-cast", Op("gather", Op("cast", x, **INNER), Var()), gather_before_cast),    # 6
     Rule("expand-to-itself", Op("expand", x, Var()), expand_to_itself),                               # 8
+    Rule("reshape-to-own-dims", Op("reshape", x, Var()), expand_to_itself),                           # 8
     *(Rule("bypass-expand", Op(op, rest=Var(), any_input=Op("expand", Var(), Var(), single_use=False)),
            bypass_expand) for op in sorted(ops_with(BROADCASTING))),                                  # 9
     Rule("expand-of-splat", Op("expand", x, Var()), expand_of_splat),                                 # 10

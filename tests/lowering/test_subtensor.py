@@ -337,12 +337,12 @@ def _bitwise(got, want):
 def test_slice_writes_are_pads_not_scatters_and_exact():
     """``x[:, 1:] += y``, ``set``, a gradient's ``inc`` into zeros, a broadcast
     scalar: pads (no scatter_nd), equal to PyTensor bit for bit, -0.0, NaN and
-    inf included."""
+    inf included; a wrong-shaped ``y`` is refused, as PyTensor refuses it."""
     x = pt.tensor("x", shape=(None, 5), dtype="float64")
     z = pt.tensor("z", shape=(6, 5), dtype="float64")
     outs = [pt.inc_subtensor(x[:, 1:], 2 * x[:, :-1]), pt.set_subtensor(x[:, 1:3], x[:, 2:4] + 1),
             pt.inc_subtensor(z[2:-1], z[:3]), pt.grad((x[:, 1:] ** 2).sum() + (x[:, :-1] * 3).sum(), x),
-            pt.inc_subtensor(x[:, -3:], 2.0), pt.set_subtensor(z[-2:, 1:4], -z[:2, :3]), pt.set_subtensor(z[:, 7:], 1.0)]
+            pt.inc_subtensor(x[:, -3:], 2.0), pt.set_subtensor(z[-2:, 1:4], -z[:2, :3])]
     m = compile_to_onnx([x, z], outputs=outs)
     assert "scatter_nd" not in {n.op for n in m.ir.nodes} and "pad" in {n.op for n in m.ir.nodes}
     X = data((6, 5))
@@ -352,6 +352,14 @@ def test_slice_writes_are_pads_not_scatters_and_exact():
         _bitwise(got, w)
     for got, w in zip(evaluate(m.ir, [X, X]), want):
         _bitwise(got, w)
+    y = pt.tensor("y", shape=(None,), dtype="float64")
+    for out, fits in ((pt.set_subtensor(z[1:3], y), 5), (pt.inc_subtensor(z[:, 1:2], y[:, None]), 6)):
+        m = compile_to_onnx([z, y], outputs=[out])
+        assert "pad" in {n.op for n in m.ir.nodes} and "scatter_nd" not in {n.op for n in m.ir.nodes}
+        _bitwise(m.run(X, np.arange(fits, dtype=float))[0], pytensor.function([z, y], out)(X, np.arange(fits, dtype=float)))
+        for size in (fits - 2, fits + 2):  # a y that does not fit: PyTensor raises, so does onnxruntime
+            with pytest.raises(Exception):
+                m.run(X, np.ones(size))
 
 
 @given(st.integers(-7, 7) | st.none(), st.integers(-7, 7) | st.none(), st.booleans())
@@ -361,7 +369,7 @@ def test_random_slice_writes_equal_pytensor(start, stop, inc):
     width = len(range(6)[start:stop])
     out = (pt.inc_subtensor if inc else pt.set_subtensor)(x[1:, start:stop], y[:width])
     m = compile_to_onnx([x, y], outputs=[out])
-    assert "scatter_nd" not in {n.op for n in m.ir.nodes}
+    assert ("scatter_nd" in {n.op for n in m.ir.nodes}) == (width == 0)  # an empty write keeps the scatter
     X, Y = data((3, 6)), data(6) + 10
     want = pytensor.function([x, y], out, mode=Mode(linker="py", optimizer=None))(X, Y)
     _bitwise(m.run(X, Y)[0], want)

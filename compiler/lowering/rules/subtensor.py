@@ -193,11 +193,11 @@ def _write_slices_as_pad(ctx, x, y, index, mode: str):
     ``y`` to ``x``'s shape: ``set`` is ``where(mask, pad(y), x)``; ``inc``
     is ``x + pad(y)``, selected by ``mask`` unless ``x`` is a +0.0 constant
     (a gradient's zeros: ``0 + y`` is then what PyTensor computes at every
-    position). ``y`` is expanded to the shape of ``x[index]`` unless its type
-    already is that shape: PyTensor's broadcast of ``y``, and its refusal of
-    a ``y`` that does not fit, which a wrong-shaped input must still meet
-    (``canonicalize`` drops the expand once the types show it changes
-    nothing). Exact (the same
+    position). ``y`` is expanded and reshaped to the shape of ``x[index]``
+    unless its type is that static shape: PyTensor's broadcast of ``y``, and
+    its refusal of a ``y`` that does not fit, which a wrong-shaped input
+    must still meet (``canonicalize`` drops both where the target is known
+    to be ``y``'s own dims). Exact (the same
     single rounding of ``x + y`` at written positions, ``x`` unchanged
     elsewhere) and elementwise, where ``scatter_nd`` into flat positions
     runs one update at a time in onnxruntime (measured 6.4 ns an element).
@@ -213,6 +213,8 @@ def _write_slices_as_pad(ctx, x, y, index, mode: str):
         return None
     cut = [bool(b or e) for b, e in zip(begins, ends)]
     written = [d - b - e if c else 1 for d, b, e, c in zip(x.shape, begins, ends, cut)]
+    if 0 in written:  # an empty write: the size check below cannot see a y that does not fit
+        return None
     y = ctx.cast(y, x.dtype)
     if y.rank < kept:
         y = ctx.add("unsqueeze", [y], {"axes": list(range(kept - y.rank))})
@@ -221,10 +223,13 @@ def _write_slices_as_pad(ctx, x, y, index, mode: str):
     if any(c and d is not None and d not in (w, 1) for d, w, c in zip(y.shape, written, cut)):
         return None
     full = tuple(w if c else d for d, w, c in zip(x.shape, written, cut))  # the shape of x[index], kept axes
-    if y.shape != full:  # PyTensor's check that y fits, broadcast (canonicalize drops it where the types agree)
+    if y.shape != full or not all(isinstance(d, int) for d in full):
+        # PyTensor broadcasts y into x[index] and refuses a y that does not fit: expand (ONNX's broadcasts
+        # both ways), then reshape to exactly that shape, which fails for a y larger than it.
+        # canonicalize drops both where y's shape is known to be x[index]'s.
         target = ctx.i64(list(full)) if all(isinstance(d, int) for d in full) else \
             ctx.add("where", [ctx.const(np.array(cut)), ctx.i64(written), shape_vector(ctx, x)])
-        y = ctx.add("expand", [y, target])
+        y = ctx.add("reshape", [ctx.add("expand", [y, target]), target])
     padded = ctx.add("pad", [y, ctx.scalar(0, x.dtype)], {"pads": begins + ends})
     if mode == "inc":
         padded = ctx.add("add", [x, padded])

@@ -373,3 +373,20 @@ def test_random_slice_writes_equal_pytensor(start, stop, inc):
     X, Y = data((3, 6)), data(6) + 10
     want = pytensor.function([x, y], out, mode=Mode(linker="py", optimizer=None))(X, Y)
     _bitwise(m.run(X, Y)[0], want)
+
+
+def test_a_slice_write_into_an_empty_symbolic_axis_refuses_a_y_that_does_not_fit():
+    """The fuzzer's seed 103668: ``x[-3:1] = y`` with x of run-time shape
+    (2, 0, 1) and y (0, 4): PyTensor raises; so must the model, though a
+    reshape's size check sees nothing in an empty tensor."""
+    x = pt.tensor("x", dtype="int8", shape=(2, None, None))
+    y = pt.tensor("y", dtype="int8", shape=(0, None))
+    out = pt.set_subtensor((x + x)[-3:1], y)
+    m = compile_to_onnx([x, y], outputs=[out])
+    assert "pad" in {n.op for n in m.ir.nodes}
+    good = np.ones((2, 0, 4), np.int8), np.ones((0, 4), np.int8)
+    np.testing.assert_array_equal(m.run(*good)[0], pytensor.function([x, y], out)(*good))
+    with pytest.raises(Exception):
+        pytensor.function([x, y], out)(np.ones((2, 0, 1), np.int8), np.ones((0, 4), np.int8))
+    with pytest.raises(Exception):
+        m.run(np.ones((2, 0, 1), np.int8), np.ones((0, 4), np.int8))

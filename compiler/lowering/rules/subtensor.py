@@ -224,12 +224,7 @@ def _write_slices_as_pad(ctx, x, y, index, mode: str):
         return None
     full = tuple(w if c else d for d, w, c in zip(x.shape, written, cut))  # the shape of x[index], kept axes
     if y.shape != full or not all(isinstance(d, int) for d in full):
-        # PyTensor broadcasts y into x[index] and refuses a y that does not fit: expand (ONNX's broadcasts
-        # both ways), then reshape to exactly that shape, which fails for a y larger than it.
-        # canonicalize drops both where y's shape is known to be x[index]'s.
-        target = ctx.i64(list(full)) if all(isinstance(d, int) for d in full) else \
-            ctx.add("where", [ctx.const(np.array(cut)), ctx.i64(written), shape_vector(ctx, x)])
-        y = ctx.add("reshape", [ctx.add("expand", [y, target]), target])
+        y = _fit(ctx, y, full, cut, written, x)
     padded = ctx.add("pad", [y, ctx.scalar(0, x.dtype)], {"pads": begins + ends})
     if mode == "inc":
         padded = ctx.add("add", [x, padded])
@@ -237,6 +232,27 @@ def _write_slices_as_pad(ctx, x, y, index, mode: str):
             return padded
     mask = np.pad(np.ones(written, bool), list(zip(begins, ends)))  # length 1 along the axes taken whole
     return ctx.add("where", [ctx.const(mask), padded, x])
+
+
+def _fit(ctx, y, full: tuple, cut: list[bool], written: list[int], x):
+    """``y`` broadcast to the shape of ``x[index]`` (``full``: ``written``
+    along the ``cut`` axes, ``x``'s dims along the others), refused at run
+    time where PyTensor refuses it: ONNX's ``expand`` broadcasts both ways,
+    so the result is reshaped to exactly that shape, which fails for a ``y``
+    larger than it; where a dim of ``x`` is not static (it may be 0 at run
+    time, and a size check sees nothing in an empty tensor), the reshape's
+    target is all -1 (invalid) unless the expanded shape equals it. Where
+    ``y``'s own dims are known to be those, ``canonicalize`` drops all of
+    it (``shape_facts`` decides the comparison)."""
+    if all(isinstance(d, int) for d in full):
+        target = ctx.i64(list(full))
+        return ctx.add("reshape", [ctx.add("expand", [y, target]), target])
+    target = ctx.add("where", [ctx.const(np.array(cut)), ctx.i64(written), shape_vector(ctx, x)])
+    fitted = ctx.add("expand", [y, target])
+    same = ctx.cast(ctx.add("eq", [ctx.add("shape", [fitted]), target]), INT64)
+    fits = ctx.add("eq", [ctx.add("reduce_prod", [same], {"axes": (), "keepdims": False}), ctx.scalar(1, INT64)])
+    checked = ctx.add("where", [fits, target, ctx.i64([-1] * len(full))])
+    return ctx.add("reshape", [fitted, checked])
 
 
 def _positive_zeros(value) -> bool:

@@ -225,7 +225,7 @@ def holds_own_dims(s: Value, x: Value) -> bool:
     return known_shape(x) and elements(s) == tuple(x.shape)
 
 
-def expand_to_itself(rw: Rewriter, m: Match) -> Value | str:
+def to_own_dims(rw: Rewriter, m: Match) -> Value | str:
     """expand(x, s) -> x, reshape(x, s) -> x where s holds x's own dims (rule 8)"""
     if m.x.type != m.root.output.type or not holds_own_dims(m.root.inputs[1], m.x):
         return "the target is not known to be the input's own dims"
@@ -278,6 +278,10 @@ def broadcast_cannot_fail(x: Value, out: Value) -> bool:
                                for i, d in enumerate(x.shape))
 
 
+def one_element_constant(v: Value) -> bool:
+    return v.const is not None and v.const.size == 1
+
+
 def splat_of(value: Value):
     """The one-element constant ``c`` when ``value`` is ``expand(c, s)``,
     possibly under views that cannot fail (``view_cannot_fail``): every
@@ -286,9 +290,7 @@ def splat_of(value: Value):
             and view_cannot_fail(node):
         value = node.inputs[0]
     node = producer(value, "expand")
-    if node is None or node.inputs[0].const is None or node.inputs[0].const.size != 1:
-        return None
-    return node.inputs[0]
+    return node.inputs[0] if node is not None and one_element_constant(node.inputs[0]) else None
 
 
 def expand_constant(rw: Rewriter, c: Value, s: Value, want: Value) -> Value | str:
@@ -296,7 +298,7 @@ def expand_constant(rw: Rewriter, c: Value, s: Value, want: Value) -> Value | st
     (the value it replaces), when ``s`` is known to hold ``want``'s dims
     (``passes.shape_facts.elements``: the rewriter's type rule sees no
     value in a computed shape); else a reason."""
-    if c.rank > want.rank or elements(s) != tuple(want.shape) or not known_shape(want):
+    if c.rank > want.rank or not holds_own_dims(s, want):
         return "the target shape is not known to be the result's"
     out = rw.add("expand", [c, s])
     out.type = refine_type(out.type, want.type.with_dtype(out.dtype))
@@ -319,11 +321,10 @@ def elementwise_of_splats(rw: Rewriter, m: Match) -> Value | str:
     shape, scalars = None, []
     for v in node.inputs:
         src = producer(v, "expand")
-        if src is not None and src.inputs[0].const is not None and src.inputs[0].const.size == 1 \
-                and v.type.shape == out.shape:
+        if src is not None and one_element_constant(src.inputs[0]) and v.type.shape == out.shape:
             shape = shape or src.inputs[1]
             scalars.append(src.inputs[0])
-        elif v.const is not None and v.const.size == 1 and v.rank <= out.rank:
+        elif one_element_constant(v) and v.rank <= out.rank:
             scalars.append(v)
         else:
             return "an input is neither a one-element constant nor an expand of one to the result's shape"
@@ -352,7 +353,7 @@ def reduce_sum_of_splat(rw: Rewriter, m: Match) -> Value | str:
     node, e = m.root, m.root.inputs[0]
     src = producer(e, "expand")
     c, s = src.inputs
-    if c.const is None or c.const.size != 1 or c.dtype not in (DType.FLOAT32, DType.FLOAT64) or c.rank > 0:
+    if c.rank > 0 or c.dtype not in (DType.FLOAT32, DType.FLOAT64):
         return "not an expand of a float32/float64 scalar constant"
     if len(node.inputs) > 1 or s.rank != 1 or s.shape[0] != e.rank:
         return "the axes are an input, or the shape is not one entry per axis"
@@ -432,8 +433,8 @@ RULES = RuleSet([
     Rule("div-by-one", Op("div", x, ONES), drop_one),                                                # 5
     Rule("pow-of-one", Op("pow", x, ONES), drop_one),                                                # 7
     Rule("gather-before-cast", Op("gather", Op("cast", x, **INNER), Var()), gather_before_cast),    # 6
-    Rule("expand-to-itself", Op("expand", x, Var()), expand_to_itself),                               # 8
-    Rule("reshape-to-own-dims", Op("reshape", x, Var()), expand_to_itself),                           # 8
+    Rule("expand-to-own-dims", Op("expand", x, Var()), to_own_dims),                                  # 8
+    Rule("reshape-to-own-dims", Op("reshape", x, Var()), to_own_dims),                                # 8
     *(Rule("bypass-expand", Op(op, rest=Var(), any_input=Op("expand", Var(), Var(), single_use=False)),
            bypass_expand) for op in sorted(ops_with(BROADCASTING))),                                  # 9
     Rule("expand-of-splat", Op("expand", x, Var()), expand_of_splat),                                 # 10

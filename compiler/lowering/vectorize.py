@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 from typing import Mapping
 
-import numpy as np
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import clone_replace, vectorize_graph
 from pytensor.graph.rewriting.basic import in2out, node_rewriter
@@ -45,6 +44,7 @@ from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.type import TensorType
 
 from compiler.lowering.lower import GraphSpec
+from compiler.lowering.rules.assertions import guard_fill
 
 
 def vectorize_spec(spec: GraphSpec, vectorize: Mapping, assertions: str = "drop") -> tuple[GraphSpec, dict]:
@@ -304,24 +304,9 @@ def _without_inplace(outputs: list) -> list:
     return [memo.get(v, v) for v in outputs]
 
 
-def guard_fill(op, dtype: str, assertions: str) -> float | None:
-    """The value the lowering puts where a ``CheckAndRaise`` op's conditions
-    fail (``rules/assertions.py``), or None where it keeps no per-element
-    value: -inf for PyMC's ``CheckParameterValue`` with
-    ``can_be_replaced_by_ninf`` on a float value, NaN under
-    ``assertions="nan"`` on a float value; None for the other policies
-    (``"drop"`` has no condition; under ``"raise"`` one failing point raises
-    for the whole call, as PyTensor's vectorized function does)."""
-    if not isinstance(op, CheckAndRaise) or not dtype.startswith("float"):
-        return None
-    if getattr(op, "can_be_replaced_by_ninf", False):
-        return -np.inf
-    return np.nan if assertions == "nan" else None
-
-
 def pointwise_guards(outputs: list, batched: set, assertions: str) -> list:
     """``outputs`` with each check that the lowering makes a value
-    (``guard_fill``) and whose conditions depend on a ``batched`` input
+    (``rules.assertions.guard_fill``) and whose conditions depend on a ``batched`` input
     rewritten as ``switch(all(c1) & all(c2) ..., x, fill)``, the lowering's
     own form.
 
@@ -341,7 +326,8 @@ def pointwise_guards(outputs: list, batched: set, assertions: str) -> list:
         if any(v in depends for v in node.inputs):
             depends.update(node.outputs)
         x, *conds = node.inputs or [None]
-        fill = guard_fill(node.op, getattr(x.type, "dtype", ""), assertions) if x is not None else None
+        fill = guard_fill(node.op, str(getattr(x, "dtype", "")).startswith("float"), assertions) \
+            if isinstance(node.op, CheckAndRaise) else None
         if fill is not None and any(c in depends for c in conds):
             holds = functools.reduce(and_, [pt_all(c) for c in inputs[1:]])
             guarded = switch(holds, inputs[0], constant(fill, dtype=x.type.dtype))

@@ -149,17 +149,30 @@ def lower_check_and_raise(ctx: LoweringContext, node) -> list[Value]:
         if not getattr(node.op, "can_be_replaced_by_ninf", False):
             message = getattr(node.op, "msg", str(node.op))
             raise Unsupported(f"the check {message!r} fails for the constant (baked shared) values")
-    if getattr(node.op, "can_be_replaced_by_ninf", False) and x.dtype.is_float:
-        return [_guard(ctx, x, conds, -np.inf)]
+    fill = guard_fill(node.op, x.dtype.is_float, ctx.options.assertions)
+    if fill is not None:
+        return [_guard(ctx, x, conds, fill)]
     if ctx.options.assertions == "drop":
         ctx.record.dropped.append((str(node.op), ctx.source))
         return [x]
     if ctx.options.assertions == "raise":
         return [_raised(ctx, node, x, conds)]
-    if not x.dtype.is_float:
-        raise Unsupported(f"assertions='nan' cannot poison a {x.dtype} value with NaN "
-                          "(use assertions='drop')")
-    return [_guard(ctx, x, conds, np.nan)]
+    raise Unsupported(f"assertions='nan' cannot poison a {x.dtype} value with NaN (use assertions='drop')")
+
+
+def guard_fill(op, is_float: bool, assertions: str) -> float | None:
+    """The value a ``CheckAndRaise`` op's guarded value becomes where its
+    conditions fail, or None where the lowering keeps no per-element value:
+    -inf for PyMC's ``CheckParameterValue`` with ``can_be_replaced_by_ninf``
+    on a float value, NaN under ``assertions="nan"`` on a float value; None
+    otherwise (``"drop"`` keeps no condition; under ``"raise"`` the
+    condition is an output; ``"nan"`` on a non-float value is refused).
+    ``vectorize.pointwise_guards`` batches the same checks per point."""
+    if not is_float:
+        return None
+    if getattr(op, "can_be_replaced_by_ninf", False):
+        return -np.inf
+    return np.nan if assertions == "nan" else None
 
 
 def _raised(ctx: LoweringContext, node, x: Value, conds: list[Value]) -> Value:

@@ -36,8 +36,7 @@ from pytensor.tensor.type_other import MakeSlice
 from compiler.lowering.errors import Unsupported
 from compiler.lowering.bodies import Body
 from compiler.lowering.registry import lowers
-from compiler.lowering.rules.indexing import (INT64, _is_full, _is_slice, index_value, int64_scalar, node_index,
-                                              shape_vector)
+from compiler.lowering.rules.indexing import INT64, _is_full, _is_slice, index_value, node_index, shape_vector
 from ir import DType, TensorType
 
 
@@ -140,14 +139,13 @@ def _write(ctx, node, index, mode: str):
     return ctx.add("reshape", [out, shape])
 
 
-def _constant_int(ctx, part) -> int | None:
+def _constant_int(part) -> int | None:
     """A slice bound or integer index as a Python int when PyTensor can
     tell it is constant (``ScalarFromTensor`` of a constant included), else None."""
     if part is None:
         return None
-    value = int64_scalar(ctx, part)
-    if isinstance(value, int):
-        return value
+    if isinstance(part, (int, np.integer)):
+        return int(part)
     try:
         return int(get_underlying_scalar_constant_value(part))
     except NotScalarConstantError:
@@ -173,13 +171,13 @@ def _unit_slice_pads(ctx, x, index) -> tuple[list[int], list[int], list[int]] | 
         if not _is_slice(e):
             if getattr(getattr(e, "type", None), "ndim", 0) != 0:
                 return None
-            i = _constant_int(ctx, e)
+            i = _constant_int(e)
             if i is None or not -dim <= i < dim:
                 return None
             begins[axis], ends[axis] = i % dim, dim - i % dim - 1
             integers.append(axis)
             continue
-        start, stop, step = (_constant_int(ctx, p) for p in (e.start, e.stop, e.step))
+        start, stop, step = (_constant_int(p) for p in (e.start, e.stop, e.step))
         if step not in (None, 1) or (e.start is not None and start is None) or (e.stop is not None and stop is None):
             return None
         start, stop, _ = slice(start, stop).indices(dim)  # Python's (= NumPy's) clipping
